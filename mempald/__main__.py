@@ -1,0 +1,5 @@
+import sys
+
+from mempald.main import main
+
+sys.exit(main())

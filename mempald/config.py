@@ -1,0 +1,308 @@
+"""Settings: loaded once into frozen dataclasses, validated, overridable from the environment.
+
+``config.toml`` lives in the platformdirs config dir (``MEMPAL_CONFIG_DIR`` overrides it). Every key is
+validated: an unknown key or a wrong type is an error that names the key. Any value can be overridden by
+an environment variable ``MEMPAL_<SECTION>_<KEY>`` (for example ``MEMPAL_STORE_URL``); ``origins`` records
+where each value came from, for ``mempal config show``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import platformdirs
+import tomli_w
+
+APP = "mempald"
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the key."""
+
+
+def config_dir() -> Path:
+    env = os.environ.get("MEMPAL_CONFIG_DIR")
+    return Path(env).expanduser() if env else Path(platformdirs.user_config_dir(APP))
+
+
+def data_dir() -> Path:
+    env = os.environ.get("MEMPAL_DATA_DIR")
+    return Path(env).expanduser() if env else Path(platformdirs.user_data_dir(APP))
+
+
+def config_path() -> Path:
+    return config_dir() / "config.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """A watched folder: ``mode`` is ``convos`` (transcripts and exports), ``projects`` (code and notes)
+    or ``pack`` (a markdown folder re-packed on change)."""
+
+    path: str
+    mode: str = "convos"
+    wing: str = ""
+    token_budget: int = 0
+    output: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSettings:
+    max_line_bytes: int = 1024 * 1024
+    idle_timeout_s: float = 60.0
+    request_timeout_s: float = 120.0
+    shutdown_timeout_s: float = 10.0
+    max_clients: int = 512
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    path: str = ""  # default: <data dir>/store
+    url: str = ""  # http(s)://host:6333 for a Qdrant server; ":memory:" or "path:/dir" for qdrant-client local
+    api_key_env: str = "MEMPAL_QDRANT_API_KEY"
+    api_key_file: str = ""
+    collection: str = "mempal"
+    machine: str = ""  # default: the host name
+    timeout_s: float = 10.0
+    shard_number: int = 0  # 0: let the server decide
+    replication_factor: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedSettings:
+    model: str = "default"  # "default" = all-MiniLM-L6-v2 int8 from PyPI; or any fastembed model name
+    threads: int = 0  # 0 = all cores
+    batch_size: int = 32
+    max_tokens: int = 250  # MiniLM reads 256 tokens including [CLS] and [SEP]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings:
+    redact_secrets: bool = True
+    extract_general: bool = True
+    debounce_ms: int = 150
+    reconcile_interval_s: float = 300.0
+    lock_timeout_s: float = 30.0
+    max_line_bytes: int = 16 * 1024 * 1024
+    read_chunk_bytes: int = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SourcesSettings:
+    claude_projects: str = "~/.claude/projects"
+    codex_sessions: str = "~/.codex/sessions"
+    watch: tuple[SourceSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    limit: int = 10
+    dense_weight: float = 0.5
+    candidates: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class HooksSettings:
+    recall: bool = True
+    recall_threshold: float = 0.6
+    recall_max_tokens: int = 600
+    stop_every: int = 15
+    stop_mode: str = "silent"  # silent | ask
+    timeout_s: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class WakeupSettings:
+    identity_path: str = ""  # default: <config dir>/identity.md
+    l1_budget: int = 800
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    embed: EmbedSettings = field(default_factory=EmbedSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    sources: SourcesSettings = field(default_factory=SourcesSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    hooks: HooksSettings = field(default_factory=HooksSettings)
+    wakeup: WakeupSettings = field(default_factory=WakeupSettings)
+    people: tuple[tuple[str, str], ...] = ()
+    origins: tuple[tuple[str, str], ...] = ()  # "section.key" -> "default" | "file" | "env:NAME"
+
+    def origin(self, key: str) -> str:
+        return dict(self.origins).get(key, "default")
+
+    def store_path(self) -> Path:
+        return Path(self.store.path).expanduser() if self.store.path else data_dir() / "store"
+
+    def identity_path(self) -> Path:
+        p = self.wakeup.identity_path
+        return Path(p).expanduser() if p else config_dir() / "identity.md"
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "daemon": DaemonSettings,
+    "store": StoreSettings,
+    "embed": EmbedSettings,
+    "ingest": IngestSettings,
+    "sources": SourcesSettings,
+    "search": SearchSettings,
+    "hooks": HooksSettings,
+    "wakeup": WakeupSettings,
+}
+_CHOICES = {
+    "hooks.stop_mode": ("silent", "ask"),
+}
+_MODES = ("convos", "projects", "pack")
+
+
+def _coerce(key: str, value: Any, typ: Any) -> Any:
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    if typ is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if typ is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if typ is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    raise ConfigError(f"{key}: unsupported setting type")
+
+
+def _source_spec(key: str, raw: Any) -> SourceSpec:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{key}: each watched source must be a table with a path")
+    hints = get_type_hints(SourceSpec)
+    values: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k not in hints:
+            raise ConfigError(f"{key}.{k}: unknown key (known: {', '.join(hints)})")
+        values[k] = _coerce(f"{key}.{k}", v, hints[k])
+    if not values.get("path"):
+        raise ConfigError(f"{key}.path: required")
+    if values.get("mode", "convos") not in _MODES:
+        raise ConfigError(f"{key}.mode: must be one of {', '.join(_MODES)}, got {values['mode']!r}")
+    return SourceSpec(**values)
+
+
+def _section(name: str, raw: Mapping[str, Any], env: Mapping[str, str], origins: dict[str, str]) -> Any:
+    cls = _SECTIONS[name]
+    hints = get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for k, v in raw.items():
+        key = f"{name}.{k}"
+        if k not in hints:
+            raise ConfigError(f"{key}: unknown key (known: {', '.join(hints)})")
+        if name == "sources" and k == "watch":
+            if not isinstance(v, list):
+                raise ConfigError(f"{key}: expected a list of tables ([[sources.watch]])")
+            values[k] = tuple(_source_spec(f"{key}[{i}]", item) for i, item in enumerate(v))
+        else:
+            values[k] = _coerce(key, v, hints[k])
+        origins[key] = "file"
+    for k, typ in hints.items():
+        env_name = f"MEMPAL_{name.upper()}_{k.upper()}"
+        if env_name in env and not (name == "sources" and k == "watch"):
+            values[k] = _coerce(f"{name}.{k} (from {env_name})", env[env_name], typ)
+            origins[f"{name}.{k}"] = f"env:{env_name}"
+    for key, choices in _CHOICES.items():
+        sec, _, k = key.partition(".")
+        if sec == name and k in values and values[k] not in choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got {values[k]!r}")
+    return cls(**values)
+
+
+def parse_settings(raw: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    origins: dict[str, str] = {}
+    sections: dict[str, Any] = {}
+    people: tuple[tuple[str, str], ...] = ()
+    for name, body in raw.items():
+        if name == "people":
+            if not isinstance(body, Mapping) or not all(isinstance(v, str) for v in body.values()):
+                raise ConfigError("people: expected a table of name = \"CODE\"")
+            people = tuple(sorted((str(k), str(v)) for k, v in body.items()))
+            continue
+        if name not in _SECTIONS:
+            raise ConfigError(f"{name}: unknown section (known: {', '.join([*_SECTIONS, 'people'])})")
+        if not isinstance(body, Mapping):
+            raise ConfigError(f"{name}: expected a table")
+    for name in _SECTIONS:
+        body = raw.get(name, {})
+        sections[name] = _section(name, body, env, origins)
+    settings = Settings(**sections, people=people, origins=tuple(sorted(origins.items())))
+    _cross_check(settings)
+    return settings
+
+
+def _cross_check(s: Settings) -> None:
+    if s.embed.max_tokens < 16 or s.embed.max_tokens > 8192:
+        raise ConfigError("embed.max_tokens: must be between 16 and 8192")
+    if s.embed.batch_size < 1:
+        raise ConfigError("embed.batch_size: must be at least 1")
+    if s.daemon.max_line_bytes < 1024:
+        raise ConfigError("daemon.max_line_bytes: must be at least 1024")
+    url = s.store.url
+    if url and not (url.startswith(("http://", "https://", "path:")) or url == ":memory:"):
+        raise ConfigError("store.url: expected http(s)://..., path:/dir or :memory:")
+    paths = [w.path for w in s.sources.watch]
+    if len(set(paths)) != len(paths):
+        raise ConfigError("sources.watch: the same path is listed twice")
+
+
+def read_raw(path: Path | None = None) -> dict[str, Any]:
+    path = path or config_path()
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    return parse_settings(read_raw(path), env)
+
+
+def write_raw(raw: Mapping[str, Any], path: Path | None = None) -> None:
+    """Validate and write ``raw`` atomically (tomli-w), keeping whatever else the user had in it."""
+    parse_settings(raw, env={})
+    path = path or config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_bytes(tomli_w.dumps(dict(raw)).encode("utf-8"))
+    os.replace(tmp, path)
+
+
+def as_dict(settings: Settings) -> dict[str, Any]:
+    out = dataclasses.asdict(settings)
+    out.pop("origins", None)
+    out["people"] = dict(settings.people)
+    return out

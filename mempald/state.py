@@ -1,0 +1,146 @@
+"""The daemon's own state in SQLite (WAL): file cursors, per-source counters, the audit log.
+
+One writer: the daemon. Every method is blocking and short; the daemon calls them from a worker thread.
+Other features (cowork inbox, knowledge graph) keep their tables in the same database file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS cursors (
+    path TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    inode INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    mtime REAL NOT NULL,
+    offset INTEGER NOT NULL,
+    prefix_hash TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '{}',
+    exchanges INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (
+    source TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (source, name)
+);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    path: str
+    source: str
+    inode: int
+    size: int
+    mtime: float
+    offset: int
+    prefix_hash: str
+    context: dict[str, str]
+    exchanges: int = 0
+
+
+class State:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        self.lock = threading.RLock()
+        with self.lock:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # cursors -------------------------------------------------------------------------------------------
+    def get_cursor(self, path: str) -> Cursor | None:
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT path, source, inode, size, mtime, offset, prefix_hash, context, exchanges "
+                "FROM cursors WHERE path = ?", (path,)
+            ).fetchone()
+        if row is None:
+            return None
+        return Cursor(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8])
+
+    def all_cursors(self, source: str | None = None) -> dict[str, Cursor]:
+        q = "SELECT path, source, inode, size, mtime, offset, prefix_hash, context, exchanges FROM cursors"
+        args: tuple[Any, ...] = ()
+        if source is not None:
+            q += " WHERE source = ?"
+            args = (source,)
+        with self.lock:
+            rows = self.conn.execute(q, args).fetchall()
+        return {r[0]: Cursor(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8]) for r in rows}
+
+    def put_cursor(self, c: Cursor) -> None:
+        with self.lock:
+            self.conn.execute(
+                "INSERT INTO cursors (path, source, inode, size, mtime, offset, prefix_hash, context, exchanges,"
+                " updated_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET source=excluded.source,"
+                " inode=excluded.inode, size=excluded.size, mtime=excluded.mtime, offset=excluded.offset,"
+                " prefix_hash=excluded.prefix_hash, context=excluded.context, exchanges=excluded.exchanges,"
+                " updated_at=excluded.updated_at",
+                (c.path, c.source, c.inode, c.size, c.mtime, c.offset, c.prefix_hash, json.dumps(c.context),
+                 c.exchanges, time.time()),
+            )
+
+    def drop_cursor(self, path: str) -> None:
+        with self.lock:
+            self.conn.execute("DELETE FROM cursors WHERE path = ?", (path,))
+
+    # counters ------------------------------------------------------------------------------------------
+    def bump(self, source: str, name: str, by: int = 1) -> None:
+        if not by:
+            return
+        with self.lock:
+            self.conn.execute(
+                "INSERT INTO counters (source, name, value) VALUES (?,?,?) "
+                "ON CONFLICT(source, name) DO UPDATE SET value = value + excluded.value",
+                (source, name, by),
+            )
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        with self.lock:
+            rows = self.conn.execute("SELECT source, name, value FROM counters").fetchall()
+        out: dict[str, dict[str, int]] = {}
+        for source, name, value in rows:
+            out.setdefault(source, {})[name] = value
+        return out
+
+    # audit ---------------------------------------------------------------------------------------------
+    def audit(self, actor: str, action: str, target: str, reason: str = "", **detail: Any) -> None:
+        with self.lock:
+            self.conn.execute(
+                "INSERT INTO audit (at, actor, action, target, reason, detail) VALUES (?,?,?,?,?,?)",
+                (time.time(), actor, action, target, reason, json.dumps(detail)),
+            )
+
+    def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT at, actor, action, target, reason, detail FROM audit ORDER BY id DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [{"at": r[0], "actor": r[1], "action": r[2], "target": r[3], "reason": r[4],
+                 "detail": json.loads(r[5])} for r in rows]

@@ -1,0 +1,123 @@
+"""The store contract both backends implement, and the schema they share.
+
+Every call is blocking: the daemon calls them from one worker thread (see ``StoreRunner`` in ingest), never
+from the event loop. Points have two named vectors, ``dense`` (cosine) and ``sparse`` (BM25 with the IDF
+modifier); a point may exist with only its sparse vector for a short while (keyword-searchable first,
+dense vector added by the embedding queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+DENSE = "dense"
+SPARSE = "sparse"
+SCHEMA_VERSION = 1
+
+# Payload fields with an index (filters and facets).
+KEYWORD_FIELDS = (
+    "wing", "room", "memory_type", "source_kind", "agent", "session_id", "source_path", "exchange_key",
+    "machine", "user", "kind",
+)
+FLOAT_FIELDS = ("ts", "importance")
+BOOL_FIELDS = ("deleted",)
+
+
+class StoreError(Exception):
+    """The store could not do what was asked (I/O error, unreachable server, schema mismatch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVec:
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PointData:
+    id: str
+    payload: Mapping[str, Any]
+    sparse: SparseVec
+    dense: Sequence[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    score: float
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPoint:
+    id: str
+    payload: Mapping[str, Any]
+    dense: Sequence[float] | None = None
+    sparse: SparseVec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Conditions every backend translates to its own filter. Empty tuples mean 'any'."""
+
+    wing: tuple[str, ...] = ()
+    room: tuple[str, ...] = ()
+    memory_type: tuple[str, ...] = ()
+    source_kind: tuple[str, ...] = ()
+    agent: tuple[str, ...] = ()
+    session_id: tuple[str, ...] = ()
+    source_path: tuple[str, ...] = ()
+    exchange_key: tuple[str, ...] = ()
+    machine: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    include_deleted: bool = False
+    only_deleted: bool = False
+    missing_dense: bool = False
+    ids: tuple[str, ...] = field(default_factory=tuple)
+
+    def keyword_conditions(self) -> list[tuple[str, tuple[str, ...]]]:
+        pairs = [
+            ("wing", self.wing), ("room", self.room), ("memory_type", self.memory_type),
+            ("source_kind", self.source_kind), ("agent", self.agent), ("session_id", self.session_id),
+            ("source_path", self.source_path), ("exchange_key", self.exchange_key), ("machine", self.machine),
+        ]
+        return [(k, v) for k, v in pairs if v]
+
+
+class Store(Protocol):
+    """What the daemon needs from a backend. Implementations: ``edge.EdgeStore``, ``server.ServerStore``."""
+
+    location: str
+
+    def upsert(self, points: Sequence[PointData]) -> None: ...
+
+    def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None: ...
+
+    def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None: ...
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]: ...
+
+    def query(
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+    ) -> tuple[list[Hit], list[Hit]]: ...
+
+    def scroll(
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+    ) -> tuple[list[StoredPoint], str | None]: ...
+
+    def count(self, filters: Filters) -> int: ...
+
+    def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]: ...
+
+    def delete(self, filters: Filters) -> None: ...
+
+    def get_meta(self) -> dict[str, Any]: ...
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

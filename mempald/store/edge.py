@@ -1,0 +1,212 @@
+"""Qdrant Edge, embedded in the daemon process: the default store.
+
+Design choices (measured, see README "Performance"):
+- ``optimize()`` is never called: it holds the GIL for its whole run (about 40 s at 100k points) and would
+  freeze the event loop. Plain segments are searched brute force, which meets the latency targets at the
+  sizes a single user reaches (about 8 ms dense at 100k points).
+- The WAL stays on: with it, a ``kill -9`` loses nothing that ``update`` returned, and a second process
+  opening the same folder is refused.
+- Store metadata (which model filled it, schema version) lives in ``mempal-meta.json`` beside the shard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from mempald.store.base import (
+    BOOL_FIELDS,
+    DENSE,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    SPARSE,
+    Filters,
+    Hit,
+    PointData,
+    SparseVec,
+    StoredPoint,
+    StoreError,
+)
+
+META_FILE = "mempal-meta.json"
+
+
+def _sparse(v: SparseVec) -> qe.SparseVector:
+    return qe.SparseVector(indices=list(v.indices), values=list(v.values))
+
+
+def build_filter(f: Filters) -> qe.Filter | None:
+    must: list[Any] = []
+    must_not: list[Any] = []
+    for key, values in f.keyword_conditions():
+        match = qe.MatchValue(values[0]) if len(values) == 1 else qe.MatchAny(list(values))
+        must.append(qe.FieldCondition(key=key, match=match))
+    if f.since is not None or f.until is not None:
+        must.append(qe.FieldCondition(key="ts", range=qe.RangeFloat(gte=f.since, lte=f.until)))
+    if f.only_deleted:
+        must.append(qe.FieldCondition(key="deleted", match=qe.MatchValue(True)))
+    elif not f.include_deleted:
+        must_not.append(qe.FieldCondition(key="deleted", match=qe.MatchValue(True)))
+    if f.missing_dense:
+        must_not.append(qe.HasVectorCondition(DENSE))
+    if f.ids:
+        must.append(qe.HasIdCondition(list(f.ids)))
+    if not must and not must_not:
+        return None
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+def _to_stored(rec: Any, with_vectors: bool) -> StoredPoint:
+    dense = None
+    sparse = None
+    if with_vectors and isinstance(rec.vector, dict):
+        d = rec.vector.get(DENSE)
+        dense = list(d) if d is not None else None
+        s = rec.vector.get(SPARSE)
+        if s is not None:
+            sparse = SparseVec(tuple(s.indices), tuple(s.values))
+    return StoredPoint(str(rec.id), dict(rec.payload or {}), dense, sparse)
+
+
+class EdgeStore:
+    def __init__(self, path: Path, dim: int) -> None:
+        self.path = path
+        self.location = f"edge:{path}"
+        self.dim = dim
+        path.mkdir(parents=True, exist_ok=True)
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        shard_dir = path / "shard"
+        try:
+            if shard_dir.exists() and any(shard_dir.iterdir()):
+                self._shard = qe.EdgeShard.load(str(shard_dir))
+                vectors = self._shard_dims()
+                if vectors is not None and vectors != dim:
+                    self._shard.close()
+                    raise StoreError(
+                        f"the store at {shard_dir} holds {vectors}-d vectors but the model makes {dim}-d ones: "
+                        "run `mempal reindex` (or point store.path at a new folder)"
+                    )
+            else:
+                self._shard = qe.EdgeShard.create(str(shard_dir), config)
+                self._create_indexes()
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"cannot open the store at {shard_dir}: {exc}") from exc
+
+    def _shard_dims(self) -> int | None:
+        cfg = self.get_meta()
+        dim = cfg.get("dim")
+        return int(dim) if isinstance(dim, int) else None
+
+    def _create_indexes(self) -> None:
+        for name in KEYWORD_FIELDS:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+        for name in FLOAT_FIELDS:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+        for name in BOOL_FIELDS:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool))
+
+    def _update(self, op: Any) -> None:
+        try:
+            self._shard.update(op)
+        except Exception as exc:
+            raise StoreError(f"store write failed: {exc}") from exc
+
+    def upsert(self, points: Sequence[PointData]) -> None:
+        if not points:
+            return
+        out = []
+        for p in points:
+            vec: dict[str, Any] = {SPARSE: _sparse(p.sparse)}
+            if p.dense is not None:
+                vec[DENSE] = [float(x) for x in p.dense]
+            out.append(qe.Point(id=p.id, vector=vec, payload=dict(p.payload)))
+        self._update(qe.UpdateOperation.upsert_points(out))
+
+    def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
+        if not vectors:
+            return
+        pv = [qe.PointVectors(id=pid, vector={DENSE: [float(x) for x in v]}) for pid, v in vectors]
+        self._update(qe.UpdateOperation.update_vectors(pv))
+
+    def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        if ids:
+            self._update(qe.UpdateOperation.set_payload(list(ids), dict(payload)))
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
+        if not ids:
+            return []
+        recs = self._shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
+        return [_to_stored(r, with_vectors) for r in recs]
+
+    def query(
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+    ) -> tuple[list[Hit], list[Hit]]:
+        flt = build_filter(filters)
+        reqs = []
+        if dense is not None:
+            reqs.append(qe.QueryRequest(query=qe.Query.Nearest([float(x) for x in dense], using=DENSE),
+                                        limit=limit, filter=flt, with_payload=True))
+        if sparse is not None and sparse.indices:
+            reqs.append(qe.QueryRequest(query=qe.Query.Nearest(_sparse(sparse), using=SPARSE),
+                                        limit=limit, filter=flt, with_payload=True))
+        if not reqs:
+            return [], []
+        results = self._shard.query_batch(qe.QueryBatchRequest(reqs))
+        lists = [[Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in r] for r in results]
+        dense_hits = lists.pop(0) if dense is not None else []
+        sparse_hits = lists.pop(0) if lists else []
+        return dense_hits, sparse_hits
+
+    def scroll(
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+    ) -> tuple[list[StoredPoint], str | None]:
+        recs, nxt = self._shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=build_filter(filters),
+                                                        with_payload=True, with_vector=with_vectors))
+        return [_to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
+
+    def count(self, filters: Filters) -> int:
+        return int(self._shard.count(qe.CountRequest(filter=build_filter(filters), exact=True)))
+
+    def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]:
+        resp = self._shard.facet(qe.FacetRequest(key=key, limit=limit, exact=True, filter=build_filter(filters)))
+        return {str(h.value): int(h.count) for h in resp.hits}
+
+    def delete(self, filters: Filters) -> None:
+        flt = build_filter(filters)
+        if flt is None:
+            raise StoreError("refusing to delete without a filter")
+        self._update(qe.UpdateOperation.delete_points_by_filter(flt))
+
+    def get_meta(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.path / META_FILE).read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        tmp = self.path / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps(dict(meta), indent=2, sort_keys=True))
+        os.replace(tmp, self.path / META_FILE)
+
+    def points(self) -> int:
+        return int(self._shard.info().points_count)
+
+    def flush(self) -> None:
+        self._shard.flush()
+
+    def close(self) -> None:
+        try:
+            self._shard.flush()
+        finally:
+            self._shard.close()
