@@ -1,0 +1,1 @@
+"""Pure transcript normalizers: bytes in, frozen exchanges out. No I/O, no heavy imports."""

@@ -1,0 +1,1 @@
+"""Watched sources: discovery, file reading with cursors, the watchdog bridge and ignore rules."""

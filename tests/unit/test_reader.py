@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mempald.sources.reader import prefix_hash, read_lines
+
+
+def test_partial_last_line_waits(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"a":1}\n{"b":2}\n{"c":')
+    r = read_lines(p, 0, None, None, budget=1 << 20, max_line=1 << 20)
+    assert [ln.raw for ln in r.lines] == [b'{"a":1}', b'{"b":2}']
+    assert r.end == 16 and [ln.offset for ln in r.lines] == [0, 8]
+    with p.open("ab") as fh:
+        fh.write(b"3}\n")
+    r2 = read_lines(p, r.end, r.inode, prefix_hash(p, r.end), budget=1 << 20, max_line=1 << 20)
+    assert [ln.raw for ln in r2.lines] == [b'{"c":3}'] and not r2.restarted
+
+
+def test_truncation_and_replacement_restart(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"one\ntwo\nthree\n")
+    r = read_lines(p, 0, None, None, budget=1 << 20, max_line=1 << 20)
+    h = prefix_hash(p, r.end)
+    p.write_bytes(b"x\n")  # truncated
+    assert read_lines(p, r.end, r.inode, h, budget=1 << 20, max_line=1 << 20).restarted
+    q = tmp_path / "new"
+    q.write_bytes(b"one\ntwo\nthree\nfour\n")
+    os.replace(q, p)  # replaced by rename: new inode
+    r3 = read_lines(p, r.end, r.inode, h, budget=1 << 20, max_line=1 << 20)
+    assert r3.restarted and len(r3.lines) == 4
+    # same inode, same size, but rewritten bytes before the offset
+    p.write_bytes(b"ONE\ntwo\nthree\nfour\n")
+    st = p.stat()
+    r4 = read_lines(p, 14, st.st_ino, prefix_hash(tmp_path / "missing", 0) if False else h, budget=1 << 20,
+                    max_line=1 << 20)
+    assert r4.restarted
+
+
+def test_oversized_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    with p.open("wb") as fh:
+        fh.write(b'{"a":1}\n')
+        fh.write(b"x" * (5 << 20) + b"\n")
+        fh.write(b'{"b":2}\n')
+    r = read_lines(p, 0, None, None, budget=64 << 20, max_line=1 << 20)
+    assert [ln.raw for ln in r.lines] == [b'{"a":1}', b'{"b":2}']
+    assert r.skipped_long == 1 and r.end == p.stat().st_size
+
+
+def test_budget_stops_early(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(b"line %d\n" % i for i in range(200_000)))
+    r = read_lines(p, 0, None, None, budget=1 << 20, max_line=1 << 20)
+    assert r.more and 0 < r.end < p.stat().st_size
+    assert r.lines[-1].offset + len(r.lines[-1].raw) + 1 == r.end
