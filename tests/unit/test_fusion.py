@@ -1,0 +1,250 @@
+"""Unit tests for mempald.fusion on small hand-made candidate lists."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from datetime import datetime, timedelta
+
+import pytest
+
+from mempald import fusion as f
+from mempald.fusion import (
+    Candidate,
+    dbsf_normalise,
+    dedup,
+    fuse,
+    fuse_lists,
+    minmax_fuse,
+    minmax_normalise,
+    neighbour_boost,
+    rare_terms,
+    rrf_fuse,
+    session_boost,
+    temporal_boost,
+    temporal_window,
+    zscore_normalise,
+)
+
+
+def c(*pairs: tuple[str, float]) -> list[Candidate]:
+    return [Candidate(i, s) for i, s in pairs]
+
+
+def ids(ranked: list[tuple[str, float]]) -> list[str]:
+    return [k for k, _ in ranked]
+
+
+# ---------------------------------------------------------------- normalisation
+
+
+def test_minmax_normalise_maps_to_unit_range() -> None:
+    assert minmax_normalise(c(("a", 10.0), ("b", 5.0), ("c", 0.0))) == {"a": 1.0, "b": 0.5, "c": 0.0}
+
+
+def test_minmax_normalise_flat_and_empty() -> None:
+    assert minmax_normalise(c(("a", 3.0), ("b", 3.0))) == {"a": 1.0, "b": 1.0}
+    assert minmax_normalise([]) == {}
+
+
+def test_zscore_normalise() -> None:
+    z = zscore_normalise(c(("a", 3.0), ("b", 1.0)))
+    assert z == pytest.approx({"a": 1.0, "b": -1.0})
+    assert zscore_normalise(c(("a", 2.0))) == {"a": 0.0}
+
+
+def test_dbsf_normalise_is_clipped_and_centred() -> None:
+    d = dbsf_normalise(c(("a", 3.0), ("b", 1.0)))
+    # mean 2, sd 1 -> [-1, 5] maps to [0, 1]
+    assert d == pytest.approx({"a": 4 / 6, "b": 2 / 6})
+    assert dbsf_normalise(c(("a", 1.0), ("b", 1.0))) == {"a": 0.5, "b": 0.5}
+
+
+# ---------------------------------------------------------------- fusion
+
+
+def test_minmax_fuse_agreement_wins() -> None:
+    dense = c(("a", 0.9), ("b", 0.8), ("c", 0.1))
+    sparse = c(("b", 12.0), ("d", 11.0), ("a", 2.0))
+    out = minmax_fuse(dense, sparse, dense_weight=0.5)
+    # b: 0.5*0.875 + 0.5*1 = 0.9375 ; a: 0.5*1 + 0 = 0.5 ; d: 0.5*0.9 = 0.45 ; c: 0
+    assert ids(out) == ["b", "a", "d", "c"]
+    assert dict(out)["b"] == pytest.approx(0.9375)
+
+
+def test_fuse_weight_extremes_reproduce_single_lists() -> None:
+    dense = c(("a", 0.9), ("b", 0.5), ("c", 0.1))
+    sparse = c(("c", 9.0), ("b", 5.0), ("a", 1.0))
+    assert ids(fuse(dense, sparse, 1.0))[:3] == ["a", "b", "c"]
+    assert ids(fuse(dense, sparse, 0.0))[:3] == ["c", "b", "a"]
+
+
+def test_fuse_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError):
+        fuse([], [], 1.5)
+    with pytest.raises(ValueError):
+        fuse([], [], 0.5, method="nope")
+    with pytest.raises(ValueError):
+        fuse_lists([[], []], [1.0])
+
+
+def test_fuse_lists_three_lists() -> None:
+    a = c(("x", 1.0), ("y", 0.0))
+    b = c(("y", 1.0), ("x", 0.0))
+    extra = c(("y", 5.0), ("z", 1.0))
+    out = dict(fuse_lists([a, b, extra], [0.4, 0.4, 0.2]))
+    assert out == pytest.approx({"x": 0.4, "y": 0.6, "z": 0.0})
+
+
+def test_zscore_fuse_missing_gets_list_floor() -> None:
+    dense = c(("a", 3.0), ("b", 1.0))
+    sparse = c(("c", 3.0), ("b", 1.0))
+    out = dict(fuse(dense, sparse, 0.5, method="zscore"))
+    assert out["b"] == pytest.approx(-1.0)
+    assert out["a"] == pytest.approx(0.0)
+    assert out["c"] == pytest.approx(0.0)
+
+
+def test_rrf_fuse() -> None:
+    out = rrf_fuse([c(("a", 9.0), ("b", 8.0)), c(("b", 1.0), ("c", 0.5))], k=60)
+    assert ids(out) == ["b", "a", "c"]
+    assert dict(out)["b"] == pytest.approx(1 / 62 + 1 / 61)
+    weighted = rrf_fuse([c(("a", 1.0)), c(("c", 1.0))], k=1, weights=[1.0, 3.0])
+    assert ids(weighted) == ["c", "a"]
+    with pytest.raises(ValueError):
+        rrf_fuse([c(("a", 1.0))], weights=[1.0, 2.0])
+
+
+def test_ties_break_on_id() -> None:
+    assert ids(minmax_fuse(c(("b", 1.0), ("a", 1.0)), [])) == ["a", "b"]
+
+
+# ---------------------------------------------------------------- rescoring
+
+POS: dict[str, tuple[Hashable, int]] = {
+    "s1t0": ("s1", 0),
+    "s1t1": ("s1", 1),
+    "s1t2": ("s1", 2),
+    "s1t3": ("s1", 3),
+    "s2t0": ("s2", 0),
+    "s2t1": ("s2", 1),
+}
+
+
+def test_neighbour_boost_pulls_in_adjacent_turn() -> None:
+    ranked = [("s1t1", 1.0), ("s2t0", 0.6)]
+    out = dict(neighbour_boost(ranked, POS, decay=0.5))
+    assert out["s1t0"] == pytest.approx(0.5)
+    assert out["s1t2"] == pytest.approx(0.5)
+    assert out["s1t1"] == pytest.approx(1.0 + 0.0)  # no scored neighbour
+    assert out["s2t1"] == pytest.approx(0.3)
+    assert "s1t3" not in out  # two steps away, radius 1
+
+
+def test_neighbour_boost_adds_to_existing_score_and_respects_sessions() -> None:
+    ranked = [("s1t3", 1.0), ("s1t2", 0.2), ("s2t0", 0.1)]
+    out = dict(neighbour_boost(ranked, POS, decay=0.5))
+    assert out["s1t2"] == pytest.approx(0.7)
+    assert out["s2t0"] == pytest.approx(0.1)  # other session: untouched
+
+
+def test_neighbour_boost_radius_two_and_disabled() -> None:
+    out = dict(neighbour_boost([("s1t0", 1.0)], POS, decay=0.5, radius=2))
+    assert out["s1t2"] == pytest.approx(0.25)
+    assert neighbour_boost([("s1t0", 1.0)], POS, decay=0.0) == [("s1t0", 1.0)]
+
+
+def test_session_boost_top_sum_reorders_sessions() -> None:
+    # s2 has one lucky hit, s1 has three good ones.
+    ranked = [("s2t0", 1.0), ("s1t0", 0.9), ("s1t1", 0.8), ("s1t2", 0.8)]
+    same = session_boost(ranked, POS, weight=0.5, top=1)
+    assert ids(same)[0] == "s2t0"
+    out = session_boost(ranked, POS, weight=0.5, top=3)
+    assert ids(out)[0] == "s1t0"
+    assert dict(out)["s1t0"] == pytest.approx(0.9 + 0.5 * 2.5)
+
+
+def test_session_boost_ignores_unknown_ids() -> None:
+    out = dict(session_boost([("zz", 0.4), ("s1t0", 1.0)], POS, weight=1.0))
+    assert out == {"zz": 0.4, "s1t0": 2.0}
+
+
+def test_dedup_drops_near_identical() -> None:
+    texts = {
+        "a": "Caroline: I went to the LGBTQ support group yesterday",
+        "b": "caroline: I went to the LGBTQ support group yesterday!",
+        "c": "Melanie: painting a sunrise",
+    }
+    ranked = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+    assert ids(dedup(ranked, texts, 0.9)) == ["a", "c"]
+    assert ids(dedup(ranked, texts, 1.01)) == ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------- query side
+
+
+def test_rare_terms() -> None:
+    assert rare_terms("When did Caroline go to the LGBTQ support group?") == ["Caroline", "LGBTQ"]
+    assert rare_terms("What did Melanie's kids paint in July 2023?") == ["Melanie", "July", "2023"]
+    assert rare_terms("what is this") == []
+
+
+NOW = datetime(2023, 8, 15, 14, 0)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end_day"),
+    [
+        ("What did Gina find on 1 February, 2023?", datetime(2023, 2, 1), datetime(2023, 2, 1)),
+        ("Who did Maria have dinner with on May 3, 2023?", datetime(2023, 5, 3), datetime(2023, 5, 3)),
+        ("What class did Maria start in December 2023?", datetime(2023, 12, 1), datetime(2023, 12, 31)),
+        ("What happened in 2022?", datetime(2022, 1, 1), datetime(2022, 12, 31)),
+        ("What did I do yesterday?", datetime(2023, 8, 14), datetime(2023, 8, 14)),
+        ("Where did we go last year?", datetime(2021, 8, 14), datetime(2022, 8, 15)),
+    ],
+)
+def test_temporal_window(query: str, start: datetime, end_day: datetime) -> None:
+    win = temporal_window(query, NOW)
+    assert win is not None
+    assert win[0] == start
+    assert win[1].date() == end_day.date()
+
+
+def test_temporal_window_none_and_recent() -> None:
+    assert temporal_window("When did Caroline go to the support group?", NOW) is None
+    win = temporal_window("What did Melanie paint recently?", NOW)
+    assert win is not None
+    assert win[0] == datetime(2023, 7, 16)
+    assert win[1] == NOW
+
+
+def test_temporal_boost_is_soft() -> None:
+    ts = {"in": datetime(2023, 5, 10), "out": datetime(2023, 7, 1)}
+    ranked = [("out", 1.0), ("in", 0.8)]
+    win = (datetime(2023, 5, 1), datetime(2023, 5, 31, 23, 59))
+    out = temporal_boost(ranked, ts, win, boost=0.3)
+    assert ids(out) == ["in", "out"]
+    assert dict(out)["in"] == pytest.approx(1.04)
+    assert temporal_boost(ranked, ts, None, boost=0.3) == ranked
+    widened = temporal_boost(
+        ranked, ts, (datetime(2023, 6, 1), datetime(2023, 6, 28)), 0.3, timedelta(days=7)
+    )
+    assert dict(widened)["out"] == pytest.approx(1.3)
+
+
+def test_default_pipeline_on_a_tiny_conversation() -> None:
+    """Four lists -> temporal -> neighbours -> sessions -> dedup, with the module defaults."""
+    ctx_dense = c(("s1t1", 0.6), ("s2t0", 0.5))
+    ctx_sparse = c(("s1t1", 8.0), ("s2t1", 2.0))
+    turn_sparse = c(("s1t1", 6.0), ("s2t1", 1.0))
+    turn_dense = c(("s2t0", 0.4), ("s1t1", 0.3))
+    ranked = f.fuse_lists([ctx_dense, ctx_sparse, turn_sparse, turn_dense])
+    assert len(f.DEFAULT_LIST_WEIGHTS) == 4
+    assert ranked[0][0] == "s1t1"
+    ts = {k: datetime(2023, 5, 8) if k.startswith("s1") else datetime(2023, 6, 9) for k in POS}
+    ranked = f.temporal_boost(ranked, ts, temporal_window("what happened in June 2023?", NOW))
+    ranked = f.neighbour_boost(ranked, POS)
+    ranked = f.session_boost(ranked, POS)
+    ranked = f.dedup(ranked, {k: k for k in POS})
+    top = ids(ranked)
+    assert top[0] == "s1t1"
+    assert set(top) == {"s1t0", "s1t1", "s1t2", "s2t0", "s2t1"}  # s1t1's exchange pulled in
