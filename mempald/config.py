@@ -103,7 +103,7 @@ class SourcesSettings:
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     limit: int = 10
-    dense_weight: float = 0.5
+    dense_weight: float = 0.3  # chosen by bench/locomo.py (see mempald.fusion)
     candidates: int = 100
 
 

@@ -179,12 +179,26 @@ class Embedder:
         return np.asarray(vecs, dtype=np.float32)
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+        out: Vectors = self.embed([text])[0]
+        return out
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees for ``text`` (without [CLS]/[SEP])."""
         with self._lock:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def with_context(self, context: str, text: str, max_tokens: int) -> str:
+        """``text`` preceded by as much of the end of ``context`` as fits in ``max_tokens`` in all."""
+        if not context:
+            return text
+        room = max_tokens - self.count_tokens(text) - 1
+        if room < 8:
+            return text
+        with self._lock:
+            enc = self._tokenizer.encode(context, add_special_tokens=False)
+        if len(enc.ids) > room:
+            context = context[enc.offsets[len(enc.ids) - room][0] :]
+        return f"{context}\n{text}"
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
         with self._lock:

@@ -70,9 +70,9 @@ class Daemon:
     def start(self, wait: bool = True, extra_env: dict[str, str] | None = None) -> Daemon:
         env = dict(self.env)
         env.update(extra_env or {})
-        self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "mempald"], env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mempald"], env=env, stdout=log,
+                                         stderr=subprocess.STDOUT)
         if wait:
             self.wait_ready()
         return self
@@ -118,7 +118,7 @@ class Daemon:
         """Wait until nothing is queued: every file read, every drawer embedded."""
         def done() -> dict[str, Any] | None:
             st: dict[str, Any] = self.call("status")
-            ok = st["file_backlog"] == 0 and st["dense_backlog"] == 0 and all(
+            ok = st["scans"] >= 1 and st["file_backlog"] == 0 and st["dense_backlog"] == 0 and all(
                 s["backlog_bytes"] == 0 or s["mode"] != "convos" for s in st["sources"])
             return st if ok and st.get("drawers", 0) >= 0 else None
         result: dict[str, Any] = self.wait_for(done, timeout)

@@ -151,8 +151,8 @@ def parse_lines(lines: Sequence[Line], *, first_position: int = 0) -> list[Excha
             content = msg.get("content")
             if rec.get("isCompactSummary"):
                 close()
-                text = _text_of(content) or ""
-                current = _Open(rec, line.offset, "", kind="summary", reply=[text.strip()])
+                summary = _text_of(content) or ""
+                current = _Open(rec, line.offset, "", kind="summary", reply=[summary.strip()])
                 continue
             text = None if rec.get("isMeta") else _text_of(content)
             if text is not None and is_human_text(text):

@@ -63,8 +63,10 @@ def read_lines(
     st = path.stat()
     res = ReadResult(size=st.st_size, inode=st.st_ino, mtime=st.st_mtime)
     restart = (
-        inode is not None and inode != st.st_ino
-    ) or st.st_size < offset or (offset > 0 and expected_hash is not None and prefix_hash(path, offset) != expected_hash)
+        (inode is not None and inode != st.st_ino)
+        or st.st_size < offset
+        or (offset > 0 and expected_hash is not None and prefix_hash(path, offset) != expected_hash)
+    )
     if restart:
         offset = 0
         res.restarted = True

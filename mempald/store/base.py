@@ -21,7 +21,7 @@ KEYWORD_FIELDS = (
     "wing", "room", "memory_type", "source_kind", "agent", "session_id", "source_path", "exchange_key",
     "machine", "user", "kind",
 )
-FLOAT_FIELDS = ("ts", "importance")
+FLOAT_FIELDS = ("ts", "importance", "position")
 BOOL_FIELDS = ("deleted",)
 
 
@@ -73,6 +73,8 @@ class Filters:
     machine: tuple[str, ...] = ()
     since: float | None = None
     until: float | None = None
+    position_min: float | None = None
+    position_max: float | None = None
     include_deleted: bool = False
     only_deleted: bool = False
     missing_dense: bool = False

@@ -48,6 +48,8 @@ def build_filter(f: Filters) -> qe.Filter | None:
         must.append(qe.FieldCondition(key=key, match=match))
     if f.since is not None or f.until is not None:
         must.append(qe.FieldCondition(key="ts", range=qe.RangeFloat(gte=f.since, lte=f.until)))
+    if f.position_min is not None or f.position_max is not None:
+        must.append(qe.FieldCondition(key="position", range=qe.RangeFloat(gte=f.position_min, lte=f.position_max)))
     if f.only_deleted:
         must.append(qe.FieldCondition(key="deleted", match=qe.MatchValue(True)))
     elif not f.include_deleted:
@@ -55,7 +57,7 @@ def build_filter(f: Filters) -> qe.Filter | None:
     if f.missing_dense:
         must_not.append(qe.HasVectorCondition(DENSE))
     if f.ids:
-        must.append(qe.HasIdCondition(list(f.ids)))
+        must.append(qe.HasIdCondition(set(f.ids)))
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)

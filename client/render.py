@@ -1,0 +1,77 @@
+"""Human-readable output for the CLI (plain text; no dependencies)."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from typing import Any
+
+
+def _width() -> int:
+    return max(60, min(shutil.get_terminal_size((100, 20)).columns, 120))
+
+
+def citation(hit: dict[str, Any]) -> str:
+    where = hit.get("source_path") or "?"
+    bits = [f"{hit.get('wing', '?')}/{hit.get('room', '?')}"]
+    if hit.get("timestamp"):
+        bits.append(str(hit["timestamp"])[:19].replace("T", " "))
+    if hit.get("session_id"):
+        bits.append(f"session {str(hit['session_id'])[:12]}")
+    pos = hit.get("position")
+    loc = f"{where}" + (f" #{pos}" if pos not in (None, "") else "")
+    return f"{' · '.join(bits)}\n    from {loc}  [drawer {hit.get('drawer_id', '?')}]"
+
+
+def search_results(result: dict[str, Any], max_chars: int = 600) -> str:
+    hits = result.get("hits", [])
+    if not hits:
+        return f"No memories match {result.get('query', '')!r}."
+    width = _width()
+    out = []
+    for i, hit in enumerate(hits, 1):
+        text = str(hit.get("text", "")).strip()
+        if len(text) > max_chars:
+            text = text[: max_chars - 1].rstrip() + "…"
+        body = "\n".join(
+            textwrap.fill(line, width=width - 4, initial_indent="    ", subsequent_indent="    ") if line else ""
+            for line in text.splitlines()
+        )
+        out.append(f"[{i}] score {hit.get('score', 0):.3f}  {citation(hit)}\n{body}")
+    tunnels = result.get("tunnels")
+    if tunnels:
+        out.append("Related wings: " + "; ".join(f"{room}: {', '.join(w)}" for room, w in tunnels.items()))
+    return "\n\n".join(out)
+
+
+def status(st: dict[str, Any]) -> str:
+    lines = [
+        f"mempald {st.get('version')} (pid {st.get('pid')}, up {st.get('uptime_s')}s)"
+        + ("" if st.get("ready") else " - starting"),
+        f"  model: {st.get('model')}",
+        f"  store: {st.get('store')}",
+        f"  drawers: {st.get('drawers')}   dense backlog: {st.get('dense_backlog')}"
+        f"   file backlog: {st.get('file_backlog')}",
+    ]
+    wings = st.get("wings") or {}
+    if wings:
+        lines.append("  wings: " + ", ".join(f"{k} ({v})" for k, v in sorted(wings.items(), key=lambda t: -t[1])))
+    rooms = st.get("rooms") or {}
+    if rooms:
+        lines.append("  rooms: " + ", ".join(f"{k} ({v})" for k, v in sorted(rooms.items(), key=lambda t: -t[1])))
+    lines.append("  sources:")
+    for s in st.get("sources", []):
+        state = "" if s.get("exists", True) else "  (missing)"
+        backlog = ""
+        if s.get("backlog_files") or s.get("backlog_bytes"):
+            backlog = f", backlog {s.get('backlog_files')} files / {s.get('backlog_bytes')} bytes"
+        extra = ""
+        if s.get("redactions"):
+            extra += f", {s['redactions']} secrets redacted"
+        if s.get("errors"):
+            extra += f", {s['errors']} errors (last: {s.get('last_error')})"
+        lines.append(f"    {s.get('mode')}: {s.get('path')}{state} - {s.get('files')} files, "
+                     f"{s.get('exchanges')} exchanges{backlog}{extra}")
+    for w in st.get("warnings", []):
+        lines.append(f"  warning: {w}")
+    return "\n".join(lines)

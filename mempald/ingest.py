@@ -1,0 +1,345 @@
+"""Ingest: read new bytes, normalize, build drawers, upsert keyword-first, queue dense vectors.
+
+Order of work for one file (under its per-source lock):
+1. read the complete lines after the cursor (worker thread);
+2. normalize and build drawers (pure, worker thread);
+3. upsert drawers whose content changed with their BM25 vector only: they are keyword-searchable now;
+4. advance the cursor, only after the upsert returned (the WAL has it);
+5. queue the drawers for their dense vector (``DenseWorker``), fresh ones ahead of the backfill.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from client.protocol import BUSY, RpcError
+from mempald import logs
+from mempald.drawers import BuildStats, Drawer, SourceInfo, build_drawers, index_text
+from mempald.embed import Embedder
+from mempald.normalize import claude_code
+from mempald.normalize.model import Exchange, Line
+from mempald.queues import FRESH, DenseQueue
+from mempald.sources.reader import ReadResult, prefix_hash, read_lines
+from mempald.sources.registry import Source
+from mempald.sparse import Bm25Encoder
+from mempald.state import Cursor, State
+from mempald.store.base import Filters, PointData, Store, StoreError
+
+log = logs.get("mempald.ingest")
+T = TypeVar("T")
+
+JSONL_FORMATS = ("claude_code", "codex")
+
+
+class StoreRunner:
+    """Every store call goes through here: one worker thread at a time, never the event loop."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.limiter = anyio.CapacityLimiter(1)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+
+@dataclass(slots=True)
+class IngestResult:
+    path: str
+    fmt: str = ""
+    exchanges: int = 0
+    drawers: int = 0
+    written: int = 0
+    skipped_long_lines: int = 0
+    restarted: bool = False
+    more: bool = False
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(slots=True)
+class SourceStatus:
+    files: int = 0
+    exchanges: int = 0
+    errors: int = 0
+    last_error: str = ""
+    last_ingest: float = 0.0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+class Ingestor:
+    def __init__(
+        self,
+        *,
+        state: State,
+        runner: StoreRunner,
+        embedder: Embedder,
+        bm25: Bm25Encoder,
+        dense: DenseQueue,
+        machine: str,
+        user: str,
+        max_tokens: int,
+        redact: bool,
+        extract: bool,
+        lock_timeout: float,
+        read_budget: int,
+        max_line: int,
+    ) -> None:
+        self.state = state
+        self.runner = runner
+        self.embedder = embedder
+        self.bm25 = bm25
+        self.dense = dense
+        self.machine = machine
+        self.user = user
+        self.max_tokens = max_tokens
+        self.redact = redact
+        self.extract = extract
+        self.lock_timeout = lock_timeout
+        self.read_budget = read_budget
+        self.max_line = max_line
+        self._locks: dict[str, anyio.Lock] = {}
+        self.status: dict[str, SourceStatus] = {}
+        self.store_warning = ""
+        self.room_keywords: dict[str, list[str]] | None = None
+
+    # locks ---------------------------------------------------------------------------------------------
+    def lock_for(self, key: str) -> anyio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        return lock
+
+    async def ingest_path(self, path: Path, source: Source, lane: int = FRESH) -> IngestResult:
+        lock = self.lock_for(str(path))
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(self.lock_timeout):
+                await lock.acquire()
+        except TimeoutError:
+            waited = time.monotonic() - started
+            raise RpcError(BUSY, f"{path} is being ingested by another task; gave up after waiting {waited:.1f}s",
+                           {"waited_s": round(waited, 3)}) from None
+        try:
+            return await self._ingest_locked(path, source, lane)
+        finally:
+            lock.release()
+
+    # core ----------------------------------------------------------------------------------------------
+    async def _ingest_locked(self, path: Path, source: Source, lane: int) -> IngestResult:
+        res = IngestResult(str(path))
+        st = self.status.setdefault(source.key, SourceStatus())
+        try:
+            if not await anyio.to_thread.run_sync(path.exists):
+                return res
+            fmt = source.fmt if source.fmt != "auto" else await anyio.to_thread.run_sync(_detect, path)
+            res.fmt = fmt
+            if fmt in JSONL_FORMATS:
+                await self._ingest_jsonl(path, source, fmt, lane, res)
+            else:
+                await self._ingest_document(path, source, fmt, lane, res)
+            st.last_ingest = time.time()
+        except (OSError, UnicodeError) as exc:
+            res.error = f"{type(exc).__name__}: {exc}"
+            st.errors += 1
+            st.last_error = f"{path}: {res.error}"
+            log.warning("ingest_failed", path=str(path), error=res.error)
+        if res.skipped_long_lines:
+            st.skipped["long_line"] = st.skipped.get("long_line", 0) + res.skipped_long_lines
+            log.warning("long_lines_skipped", path=str(path), count=res.skipped_long_lines)
+        return res
+
+    def _source_info(self, path: Path, source: Source, fmt: str) -> SourceInfo:
+        return SourceInfo(kind=fmt, path=str(path), source_key=source.key, machine=self.machine, user=self.user,
+                          wing=source.wing, redact=self.redact, extract=self.extract,
+                          room_keywords=self.room_keywords)
+
+    async def _ingest_jsonl(self, path: Path, source: Source, fmt: str, lane: int, res: IngestResult) -> None:
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        budget = self.read_budget
+        while True:
+            rr: ReadResult = await anyio.to_thread.run_sync(functools.partial(
+                read_lines, path, cur.offset if cur else 0, cur.inode if cur else None,
+                cur.prefix_hash if cur else None, budget=budget, max_line=self.max_line))
+            ctx = dict(cur.context) if cur and not rr.restarted else {}
+            first_position = int(ctx.get("position", "0") or 0)
+            exchanges = await anyio.to_thread.run_sync(_normalize_jsonl, fmt, rr.lines, ctx, first_position)
+            if rr.more and exchanges and exchanges[-1].offset == rr.start and budget < rr.size:
+                budget *= 4  # one exchange larger than the budget: read further before committing
+                continue
+            break
+        res.restarted = rr.restarted
+        res.more = rr.more
+        res.skipped_long_lines = rr.skipped_long
+        res.exchanges = len(exchanges)
+        info = self._source_info(path, source, fmt)
+        await self._write(exchanges, info, lane, res)
+        # The last exchange may still grow: the cursor stays at its first line, so it is re-read next time.
+        if exchanges and exchanges[-1].offset is not None:
+            new_offset = max(rr.start, min(exchanges[-1].offset, rr.end))
+            ctx["position"] = str(exchanges[-1].position)
+        else:
+            new_offset = rr.end
+        ctx["read_end"] = str(rr.end)
+        if fmt == "codex" or not ctx.get("session_id"):
+            ctx.update(_session_context(fmt, rr.lines))
+        phash = await anyio.to_thread.run_sync(prefix_hash, path, new_offset)
+        total = (cur.exchanges if cur and not rr.restarted else 0) + max(0, len(exchanges) - (1 if cur else 0))
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, rr.inode, rr.size, rr.mtime, new_offset, phash, ctx, total))
+
+    async def _ingest_document(self, path: Path, source: Source, fmt: str, lane: int, res: IngestResult) -> None:
+        st = await anyio.to_thread.run_sync(path.stat)
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        if cur and cur.inode == st.st_ino and cur.size == st.st_size and cur.mtime == st.st_mtime:
+            return
+        data = await anyio.to_thread.run_sync(path.read_bytes)
+        exchanges = await anyio.to_thread.run_sync(lambda: _normalize_document(fmt, data, path.name))
+        res.exchanges = len(exchanges)
+        await self._write(exchanges, self._source_info(path, source, fmt), lane, res)
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "", {"format": fmt},
+            len(exchanges)))
+
+    async def write_exchanges(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int = FRESH) -> IngestResult:
+        """Store exchanges that did not come from a watched file (manual saves, imports, benchmarks)."""
+        res = IngestResult(info.path, fmt=info.kind, exchanges=len(exchanges))
+        async with self.lock_for(info.source_key):
+            await self._write(exchanges, info, lane, res)
+        return res
+
+    async def _write(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int, res: IngestResult) -> None:
+        if not exchanges:
+            return
+        stats = BuildStats()
+        previous = await self._previous_texts(exchanges)
+        drawers = await anyio.to_thread.run_sync(
+            lambda: build_drawers(exchanges, info, self.embedder.count_tokens, self.max_tokens, stats, previous)
+        )
+        res.drawers = len(drawers)
+        changed = await self._changed(drawers)
+        if changed:
+            points = await anyio.to_thread.run_sync(
+                lambda: [PointData(d.id, d.payload, self.bm25.document(index_text(d.payload))) for d in changed]
+            )
+            for i in range(0, len(points), 256):
+                await self._upsert_with_retry(points[i : i + 256])
+            for d in changed:
+                self.dense.put(d.id, float(d.payload.get("ts") or 0.0), lane)
+        res.written = len(changed)
+        # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
+        await self._drop_stale_chunks(drawers)
+        if stats.redactions:
+            await anyio.to_thread.run_sync(
+                self.state.bump, info.source_key, "redactions", sum(stats.redactions.values()))
+        st = self.status.setdefault(info.source_key, SourceStatus())
+        st.exchanges += len(exchanges)
+
+    async def _previous_texts(self, exchanges: Sequence[Exchange]) -> dict[str, str]:
+        """The last drawer text before each session's first exchange in this batch (its context)."""
+        firsts: dict[str, int] = {}
+        for ex in exchanges:
+            firsts.setdefault(ex.session_id, ex.position)
+        out: dict[str, str] = {}
+        for session, pos in firsts.items():
+            if pos <= 0:
+                continue
+            flt = Filters(session_id=(session,), position_min=pos - 1, position_max=pos - 1)
+            page, _ = await self.runner.run(self.runner.store.scroll, flt, 64)
+            if page:
+                best = max(page, key=lambda p: int(p.payload.get("chunk_index", 0)))
+                out[session] = str(best.payload.get("text", ""))
+        return out
+
+    async def _changed(self, drawers: Sequence[Drawer]) -> list[Drawer]:
+        if not drawers:
+            return []
+        existing = await self.runner.run(self.runner.store.retrieve, [d.id for d in drawers])
+        hashes = {p.id: p.payload.get("content_hash") for p in existing if not p.payload.get("deleted")}
+        deleted = {p.id for p in existing if p.payload.get("deleted")}
+        return [d for d in drawers if d.id not in deleted and hashes.get(d.id) != d.payload["content_hash"]]
+
+    async def _drop_stale_chunks(self, drawers: Sequence[Drawer]) -> None:
+        by_ex: dict[str, int] = {}
+        for d in drawers:
+            if int(d.payload.get("chunk_count", 1)) == int(d.payload["chunk_index"]) + 1 and d.payload["chunk_index"]:
+                by_ex[d.payload["exchange_key"]] = int(d.payload["chunk_count"])
+        # Only matters for exchanges re-read while growing; cheap count check first.
+        for key, n in by_ex.items():
+            flt = Filters(exchange_key=(key,))
+            total = await self.runner.run(self.runner.store.count, flt)
+            if total > n:
+                stale = [p.id for p in (await self.runner.run(self.runner.store.scroll, flt, 1000))[0]
+                         if int(p.payload.get("chunk_index", 0)) >= n]
+                if stale:
+                    await self.runner.run(self.runner.store.delete, Filters(ids=tuple(stale)))
+
+    async def _upsert_with_retry(self, points: list[PointData]) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await self.runner.run(self.runner.store.upsert, points)
+                if self.store_warning:
+                    log.info("store_recovered")
+                self.store_warning = ""
+                return
+            except StoreError as exc:
+                self.store_warning = f"store write failing, retrying: {exc}"
+                log.warning("store_write_failed", error=str(exc), retry_in_s=delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+
+def _detect(path: Path) -> str:
+    from mempald.normalize.detect import detect_bytes
+
+    with path.open("rb") as fh:
+        head = fh.read(65536)
+    if path.name == ".aider.chat.history.md":
+        return "aider"
+    return detect_bytes(head, path.name) or "text"
+
+
+def _normalize_jsonl(fmt: str, lines: Sequence[Line], ctx: dict[str, str], first_position: int) -> list[Exchange]:
+    if fmt == "claude_code":
+        return claude_code.parse_lines(lines, first_position=first_position)
+    from mempald.normalize import codex
+
+    return codex.parse_lines(lines, session_id=ctx.get("session_id"), cwd=ctx.get("cwd"))
+
+
+def _session_context(fmt: str, lines: Sequence[Line]) -> dict[str, str]:
+    if fmt == "claude_code":
+        return claude_code.session_context(lines)
+    from mempald.normalize import codex
+
+    meta = codex.session_meta(lines)
+    return {k: v for k, v in meta.items() if k in ("session_id", "cwd") and v}
+
+
+def _normalize_document(fmt: str, data: bytes, name: str) -> list[Exchange]:
+    from mempald.normalize import aider, chatgpt, claude_ai, gemini, plaintext
+    from mempald.normalize.model import NormalizeError
+
+    parsers: dict[str, Callable[[bytes, str], list[Exchange]]] = {
+        "chatgpt": chatgpt.parse_document,
+        "claude_ai": claude_ai.parse_document,
+        "gemini": gemini.parse_document,
+        "aider": aider.parse_document,
+        "text": plaintext.parse_document,
+    }
+    parser = parsers.get(fmt, plaintext.parse_document)
+    try:
+        return parser(data, name)
+    except NormalizeError as exc:
+        log.warning("not_in_detected_format", name=name, format=fmt, error=str(exc))
+        return plaintext.parse_document(data, name)

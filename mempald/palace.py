@@ -1,0 +1,232 @@
+"""The palace: everything the daemon holds open, and its long-running loops.
+
+Owned by ``app.run``; every loop here is started in the daemon's one task group.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from anyio.abc import ObjectReceiveStream
+
+from mempald import __version__, logs
+from mempald.config import Settings, data_dir
+from mempald.densify import DenseWorker
+from mempald.embed import Embedder
+from mempald.ingest import Ingestor, StoreRunner
+from mempald.queues import BACKFILL, FRESH, DenseQueue, FileQueue
+from mempald.search import Searcher
+from mempald.sources.registry import Source, resolve_sources
+from mempald.sources.watch import Watcher
+from mempald.sparse import Bm25Encoder
+from mempald.state import State
+from mempald.store.base import Filters, Store, StoreError
+
+log = logs.get("mempald.palace")
+
+
+def open_store(settings: Settings, dim: int) -> Store:
+    if settings.store.url:
+        from mempald.store.server import ServerStore
+
+        return ServerStore.from_settings(settings, dim)
+    from mempald.store.edge import EdgeStore
+
+    return EdgeStore(settings.store_path(), dim)
+
+
+class Palace:
+    def __init__(self, settings: Settings, embedder: Embedder, store: Store, state: State) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.store = store
+        self.state = state
+        self.machine = settings.store.machine or socket.gethostname()
+        self.user = getpass.getuser()
+        self.runner = StoreRunner(store)
+        self.bm25 = Bm25Encoder()
+        self.files = FileQueue()
+        self.dense = DenseQueue()
+        self.ingestor = Ingestor(
+            state=state, runner=self.runner, embedder=embedder, bm25=self.bm25, dense=self.dense,
+            machine=self.machine, user=self.user, max_tokens=settings.embed.max_tokens,
+            redact=settings.ingest.redact_secrets, extract=settings.ingest.extract_general,
+            lock_timeout=settings.ingest.lock_timeout_s, read_budget=settings.ingest.read_chunk_bytes,
+            max_line=settings.ingest.max_line_bytes,
+        )
+        self.densifier = DenseWorker(self.dense, self.runner, embedder, settings.embed.batch_size,
+                                     settings.embed.max_tokens)
+        self.searcher = Searcher(self.runner, embedder, self.bm25)
+        self.sources: list[Source] = resolve_sources(settings)
+        self.watcher: Watcher | None = None
+        self.started_at = time.time()
+        self.ready = False
+        self.scans_done = 0
+
+    @classmethod
+    def open(cls, settings: Settings) -> Palace:
+        """Blocking: load the model, open the store and the state database."""
+        ddir = data_dir()
+        embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
+        store = open_store(settings, embedder.dim)
+        meta = store.get_meta()
+        if meta.get("model") and meta["model"] != embedder.info.model_id:
+            store.close()
+            raise StoreError(
+                f"the store was filled by model {meta['model']!r} but config says {embedder.info.model_id!r}: "
+                "run `mempal reindex` to re-embed it, or set embed.model back"
+            )
+        if not meta:
+            store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": 1,
+                            "created_at": time.time()})
+        state = State(ddir / "state.sqlite3")
+        return cls(settings, embedder, store, state)
+
+    def close(self) -> None:
+        try:
+            self.store.close()
+        finally:
+            self.state.close()
+
+    # sources -------------------------------------------------------------------------------------------
+    def source_for(self, path: Path) -> Source | None:
+        best: Source | None = None
+        for s in self.sources:
+            if s.owns(path) and (best is None or len(str(s.root)) > len(str(best.root))):
+                best = s
+        return best
+
+    async def reconcile(self, lane: int = BACKFILL) -> int:
+        """Compare every source's files with their cursors; queue what changed, newest first."""
+        queued = 0
+        for source in list(self.sources):
+            changed = await anyio.to_thread.run_sync(self._changed_files, source)
+            self.files.put_many([str(p) for p in changed], lane)
+            queued += len(changed)
+        self.scans_done += 1
+        return queued
+
+    def _changed_files(self, source: Source) -> list[Path]:
+        cursors = self.state.all_cursors(source.key)
+        found: list[tuple[float, Path]] = []
+        try:
+            for path in source.iter_files():
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                cur = cursors.get(str(path))
+                if cur is None or cur.size != st.st_size or cur.inode != st.st_ino or cur.mtime != st.st_mtime:
+                    found.append((st.st_mtime, path))
+        except OSError as exc:
+            log.warning("scan_failed", source=source.key, error=str(exc))
+        found.sort(key=lambda t: -t[0])
+        return [p for _, p in found]
+
+    # loops ---------------------------------------------------------------------------------------------
+    async def ingest_loop(self) -> None:
+        while True:
+            path_s, lane = await self.files.get()
+            path = Path(path_s)
+            source = self.source_for(path)
+            if source is None or not source.wants(path):
+                continue
+            self.files.active += 1
+            try:
+                res = await self.ingestor.ingest_path(path, source, lane)
+            except Exception:
+                log.exception("ingest_crashed", path=path_s)
+                continue
+            finally:
+                self.files.active -= 1
+            if res.more:
+                self.files.put(path_s, lane)
+
+    async def watch_loop(self, events: ObjectReceiveStream[Path]) -> None:
+        debounce = self.settings.ingest.debounce_ms / 1000.0
+        pending: dict[Path, float] = {}
+        async with events:
+            while True:
+                timeout = min((t + debounce for t in pending.values()), default=None)
+                wait = None if timeout is None else max(0.0, timeout - time.monotonic())
+                with anyio.move_on_after(wait if wait is not None else 3600):
+                    path = await events.receive()
+                    if path not in pending:
+                        pending[path] = time.monotonic()
+                now = time.monotonic()
+                for p, t in list(pending.items()):
+                    if now - t >= debounce:
+                        del pending[p]
+                        await self._on_event(p)
+                if self.watcher is not None and self.watcher.overflowed:
+                    self.watcher.overflowed = False
+                    log.warning("watch_overflow", action="reconcile")
+                    await self.reconcile(FRESH)
+
+    async def _on_event(self, path: Path) -> None:
+        source = self.source_for(path)
+        if source is None:
+            return
+        if await anyio.to_thread.run_sync(path.is_dir):
+            # A folder appeared or moved in: scan it (its files may not have sent events).
+            self.files.put_many([str(p) for p in await anyio.to_thread.run_sync(self._changed_files, source)], FRESH)
+            return
+        if source.wants(path):
+            self.files.put(str(path), FRESH)
+
+    async def reconcile_loop(self) -> None:
+        interval = self.settings.ingest.reconcile_interval_s
+        while True:
+            await anyio.sleep(interval)
+            await self.reconcile(BACKFILL)
+
+    # status --------------------------------------------------------------------------------------------
+    async def status(self) -> dict[str, Any]:
+        store = self.runner.store
+        total = await self.runner.run(store.count, Filters())
+        wings = await self.runner.run(store.facet, "wing", Filters())
+        rooms = await self.runner.run(store.facet, "room", Filters())
+        missing = len(self.dense) + self.densifier.in_flight
+        cursors = await anyio.to_thread.run_sync(self.state.all_cursors)
+        counters = await anyio.to_thread.run_sync(self.state.counters)
+        pending = set(self.files.pending())
+        sources = []
+        for s in self.sources:
+            mine = [c for c in cursors.values() if c.source == s.key]
+            st = self.ingestor.status.get(s.key)
+            sources.append({
+                "key": s.key, "path": str(s.root), "mode": s.mode, "format": s.fmt, "wing": s.wing,
+                "exists": s.root.exists(), "files": len(mine),
+                "exchanges": sum(c.exchanges for c in mine),
+                "backlog_files": sum(1 for p in pending if s.owns(Path(p))),
+                "backlog_bytes": sum(max(0, c.size - int(c.context.get("read_end", c.offset))) for c in mine),
+                "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
+                "skipped": dict(st.skipped) if st else {},
+                "redactions": counters.get(s.key, {}).get("redactions", 0),
+            })
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "ready": self.ready,
+            "model": self.embedder.info.model_id,
+            "store": self.runner.store.location,
+            "data_dir": str(data_dir()),
+            "machine": self.machine,
+            "drawers": total,
+            "wings": wings,
+            "rooms": rooms,
+            "dense_backlog": missing,
+            "dense_rate": round(self.densifier.rate, 2),
+            "file_backlog": len(self.files) + self.files.active,
+            "scans": self.scans_done,
+            "sources": sources,
+            "warnings": [w for w in (self.ingestor.store_warning,) if w],
+        }

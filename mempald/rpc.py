@@ -1,0 +1,91 @@
+"""The method table: JSON-RPC method name -> handler. Explicit registration, typed parameter checks.
+
+Handlers take the palace and a ``Params`` view and return JSON-serialisable results. Expected failures
+are ``RpcError`` with a stable code (``client.protocol``); anything else becomes an internal error reply
+and a logged traceback (``server``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from client.protocol import FORBIDDEN, INVALID_PARAMS, NOT_FOUND, RpcError
+from mempald.palace import Palace
+from mempald.params import Params
+from mempald.queues import FRESH
+from mempald.search import SearchOptions, SearchRequest
+
+Handler = Callable[[Palace, Params], Awaitable[Any]]
+
+
+async def status(p: Palace, _params: Params) -> Any:
+    return await p.status()
+
+
+async def ping(_p: Palace, _params: Params) -> Any:
+    return {"pong": True}
+
+
+async def search(p: Palace, params: Params) -> Any:
+    query = params.text("query", required=True)
+    req = SearchRequest(
+        query=query,
+        limit=params.integer("limit", p.settings.search.limit, lo=1, hi=200),
+        filters=params.filters(),
+        options=SearchOptions(
+            dense_weight=params.number("dense_weight", p.settings.search.dense_weight),
+            candidates=p.settings.search.candidates,
+        ),
+    )
+    hits = await p.searcher.search(req)
+    return {"query": query, "hits": hits}
+
+
+def resolve_user_path(raw: str) -> Path:
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise RpcError(INVALID_PARAMS, f"path must be absolute: {raw!r}")
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise RpcError(NOT_FOUND, f"no such file or directory: {raw}") from None
+    except (OSError, RuntimeError) as exc:
+        raise RpcError(INVALID_PARAMS, f"cannot resolve {raw}: {exc}") from None
+    return resolved
+
+
+async def ingest_file(p: Palace, params: Params) -> Any:
+    """Ingest one watched file now (hooks call this with the transcript path); waits for the upsert."""
+    path = resolve_user_path(params.text("path", required=True))
+    source = p.source_for(path)
+    if source is None:
+        raise RpcError(FORBIDDEN, f"{path} is not inside a watched source; add it with `mempal watch add`")
+    res = await p.ingestor.ingest_path(path, source, FRESH)
+    while res.more:
+        res = await p.ingestor.ingest_path(path, source, FRESH)
+    return res.as_dict()
+
+
+async def drawers(p: Palace, params: Params) -> Any:
+    """Page through drawers (for exports, audits and tests): ``{drawers: [...], next: offset|null}``."""
+    limit = params.integer("limit", 100, lo=1, hi=1000)
+    offset = params.text("offset")
+    fields = params.texts("fields")
+    page, nxt = await p.runner.run(p.runner.store.scroll, params.filters(), limit, offset)
+    out = []
+    for pt in page:
+        item = {"drawer_id": pt.id}
+        item.update({k: v for k, v in pt.payload.items() if not fields or k in fields})
+        out.append(item)
+    return {"drawers": out, "next": nxt}
+
+
+METHODS: dict[str, Handler] = {
+    "drawers": drawers,
+    "ping": ping,
+    "status": status,
+    "search": search,
+    "ingest_file": ingest_file,
+}

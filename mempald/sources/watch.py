@@ -1,0 +1,80 @@
+"""The watchdog bridge: filesystem events from the observer thread into a bounded anyio stream.
+
+Events are hints, not the truth: a full stream (an event storm) sets ``overflowed`` and the daemon runs a
+reconcile scan instead, so a lost event never loses data. Directory events (created, moved) also trigger a
+scan of that directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import anyio.from_thread
+from anyio.streams.memory import MemoryObjectSendStream
+from anyio.lowlevel import EventLoopToken
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from mempald import logs
+
+log = logs.get("mempald.watch")
+
+
+class _Bridge(FileSystemEventHandler):
+    def __init__(self, send: MemoryObjectSendStream[Path], token: EventLoopToken, watcher: Watcher) -> None:
+        self._send = send
+        self._token = token
+        self._watcher = watcher
+
+    def _push(self, path: str | bytes) -> None:
+        p = Path(path.decode() if isinstance(path, bytes) else path)
+        try:
+            anyio.from_thread.run_sync(self._send.send_nowait, p, token=self._token)
+        except anyio.WouldBlock:
+            self._watcher.overflowed = True
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError):
+            pass  # the daemon is shutting down
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        self._push(event.src_path)
+        dest = getattr(event, "dest_path", "")
+        if dest:
+            self._push(dest)
+
+
+class Watcher:
+    """Owns the observer thread; ``start``/``stop`` are blocking and called from a worker thread."""
+
+    def __init__(self, send: MemoryObjectSendStream[Path], token: EventLoopToken) -> None:
+        self.overflowed = False
+        self._observer = Observer()
+        self._handler = _Bridge(send, token, self)
+        self._watches: dict[Path, object] = {}
+
+    def sync(self, roots: Sequence[Path]) -> None:
+        """Watch exactly ``roots`` (those that exist), adding and removing as needed."""
+        wanted = {r for r in roots if r.exists()}
+        for root in list(self._watches):
+            if root not in wanted:
+                self._observer.unschedule(self._watches.pop(root))  # type: ignore[arg-type]
+        for root in wanted - set(self._watches):
+            try:
+                self._watches[root] = self._observer.schedule(self._handler, str(root), recursive=root.is_dir())
+            except OSError as exc:
+                log.warning("watch_failed", root=str(root), error=str(exc))
+
+    @property
+    def roots(self) -> list[Path]:
+        return sorted(self._watches)
+
+    def start(self) -> None:
+        self._observer.daemon = True
+        self._observer.start()
+
+    def stop(self) -> None:
+        self._observer.stop()
+        self._observer.join(timeout=5)
