@@ -27,6 +27,10 @@ def _print_json(obj: Any) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.watch:
+        from client.progress import watch_status
+
+        return watch_status(args.interval)
     st = call("status", {}, timeout=args.timeout)
     if args.json:
         _print_json(st)
@@ -71,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="what the daemon holds and how far behind it is")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--watch", action="store_true", help="live progress bars while the daemon catches up")
+    p.add_argument("--interval", type=float, default=1.0)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("search", help="hybrid search over every memory, with citations")
@@ -79,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_filter_args(p)
     p.set_defaults(func=cmd_search)
+
+    from client import cli_admin, cli_palace, cli_sources
+
+    cli_sources.register(sub)
+    cli_palace.register(sub)
+    cli_admin.register(sub)
     return parser
 
 

@@ -37,6 +37,8 @@ class SourceInfo:
     redact: bool = True
     extract: bool = True
     room_keywords: dict[str, list[str]] | None = None
+    importance: int | None = None  # forced importance (a memory saved by hand)
+    memory_type: str | None = None  # forced memory type
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,11 @@ def index_text(payload: Mapping[str, Any]) -> str:
     return f"{ctx}\n{text}" if isinstance(ctx, str) and ctx else text
 
 
+def prose_of(text: str) -> str:
+    """The words people wrote: tool-call and tool-result summary lines left out (for classification)."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("[tool:", "-> ", "-> error:")))
+
+
 def build_drawers(
     exchanges: Iterable[Exchange],
     src: SourceInfo,
@@ -108,8 +115,9 @@ def build_drawers(
         if not text.strip():
             continue
         wing = src.wing or wing_from_cwd(ex.cwd, default=src.kind)
-        room = src.room or classify_room(text, src.room_keywords)
-        mtype, _conf = classify_memory(text) if src.extract else (None, 0.0)
+        prose = prose_of(text)
+        room = src.room or classify_room(prose, src.room_keywords)
+        mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)
         pieces = split_tokens(text, max_tokens, count_tokens)
         ts = parse_ts(ex.timestamp)
         base: dict[str, Any] = {
@@ -130,7 +138,7 @@ def build_drawers(
             "timestamp": ex.timestamp or "",
             "ts": ts if ts is not None else 0.0,
             "filed_at": now,
-            "importance": importance(text, mtype),
+            "importance": src.importance if src.importance is not None else importance(prose, mtype),
             "added_by": src.added_by,
             "machine": src.machine,
             "user": src.user,
@@ -139,6 +147,8 @@ def build_drawers(
         }
         if ex.tools:
             base["tools"] = sorted(set(ex.tools))
+        for k, v in ex.extra:
+            base.setdefault(k, v)
         for i, piece in enumerate(pieces):
             payload = dict(base)
             payload["text"] = piece

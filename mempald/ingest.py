@@ -22,6 +22,7 @@ import anyio.to_thread
 
 from client.protocol import BUSY, RpcError
 from mempald import logs
+from mempald.classify import room_for_path
 from mempald.drawers import BuildStats, Drawer, SourceInfo, build_drawers, index_text
 from mempald.embed import Embedder
 from mempald.normalize import claude_code
@@ -141,6 +142,11 @@ class Ingestor:
         try:
             if not await anyio.to_thread.run_sync(path.exists):
                 return res
+            if source.mode == "projects":
+                res.fmt = "project"
+                await self._ingest_project_file(path, source, lane, res)
+                st.last_ingest = time.time()
+                return res
             fmt = source.fmt if source.fmt != "auto" else await anyio.to_thread.run_sync(_detect, path)
             res.fmt = fmt
             if fmt in JSONL_FORMATS:
@@ -209,6 +215,35 @@ class Ingestor:
         await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "", {"format": fmt},
             len(exchanges)))
+
+    async def _ingest_project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
+        """Code and notes: a changed file is re-chunked and its old drawers replaced."""
+        st = await anyio.to_thread.run_sync(path.stat)
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        if cur and cur.inode == st.st_ino and cur.size == st.st_size and cur.mtime == st.st_mtime:
+            return
+        project = await anyio.to_thread.run_sync(project_settings, source.root)
+        exchanges, skipped = await anyio.to_thread.run_sync(project_exchanges, path, source.root, st.st_size)
+        status = self.status.setdefault(source.key, SourceStatus())
+        if skipped:
+            status.skipped[skipped] = status.skipped.get(skipped, 0) + 1
+        await self.runner.run(self.runner.store.delete, Filters(source_path=(str(path),), include_deleted=True))
+        rel = path.relative_to(source.root).as_posix() if path != source.root else path.name
+        room = project.rooms.get(rel.split("/", 1)[0]) or room_for_path(rel)
+        info = SourceInfo(kind="project", path=str(path), source_key=source.key, machine=self.machine, user=self.user,
+                          wing=source.wing or project.wing or source.root.name, room=room, redact=self.redact,
+                          extract=self.extract)
+        res.exchanges = len(exchanges)
+        await self._write(exchanges, info, lane, res)
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "", {"format": "project"},
+            len(exchanges)))
+
+    async def forget_file(self, path: str, source: Source) -> None:
+        """A file disappeared: code drawers follow it; conversation drawers are kept (they outlive transcripts)."""
+        if source.mode == "projects":
+            await self.runner.run(self.runner.store.delete, Filters(source_path=(path,), include_deleted=True))
+        await anyio.to_thread.run_sync(self.state.drop_cursor, path)
 
     async def write_exchanges(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int = FRESH) -> IngestResult:
         """Store exchanges that did not come from a watched file (manual saves, imports, benchmarks)."""
@@ -297,6 +332,48 @@ class Ingestor:
                 log.warning("store_write_failed", error=str(exc), retry_in_s=delay)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectSettings:
+    wing: str = ""
+    rooms: dict[str, str] = field(default_factory=dict)
+
+
+def project_settings(root: Path) -> ProjectSettings:
+    """The project's ``mempal.toml`` (written by ``mempal init``): its wing and folder -> room map."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads((root / "mempal.toml").read_text())
+    except (OSError, ValueError):
+        return ProjectSettings()
+    wing = raw.get("wing") if isinstance(raw.get("wing"), str) else ""
+    rooms = raw.get("rooms")
+    if not isinstance(rooms, dict):
+        rooms = {}
+    return ProjectSettings(str(wing), {str(k): str(v) for k, v in rooms.items() if isinstance(v, str)})
+
+
+def project_exchanges(path: Path, root: Path, size: int) -> tuple[list[Exchange], str]:
+    """Chunks of a code or notes file (about 800 characters, 100 overlap), or the reason it is skipped."""
+    from mempald.codechunk import chunk_text, is_probably_binary
+
+    if size > 1_000_000:
+        return [], "too-large"
+    data = path.read_bytes()
+    if is_probably_binary(data[:8192]):
+        return [], "binary"
+    text = data.decode("utf-8", errors="replace")
+    rel = path.relative_to(root).as_posix() if path != root else path.name
+    out = []
+    for chunk in chunk_text(text):
+        out.append(Exchange(
+            source_kind="project", session_id=rel, key=f"{chunk.start_line}-{chunk.end_line}:{chunk.index}",
+            user="", assistant=chunk.text, position=chunk.index, kind="code", title=rel,
+            extra=(("lines", f"{chunk.start_line}-{chunk.end_line}"),),
+        ))
+    return out, ""
 
 
 def _detect(path: Path) -> str:

@@ -28,6 +28,7 @@ from mempald.sources.watch import Watcher
 from mempald.sparse import Bm25Encoder
 from mempald.state import State
 from mempald.store.base import Filters, Store, StoreError
+from mempald.taxonomy import load_taxonomy
 
 log = logs.get("mempald.palace")
 
@@ -36,7 +37,8 @@ def open_store(settings: Settings, dim: int) -> Store:
     if settings.store.url:
         from mempald.store.server import ServerStore
 
-        return ServerStore.from_settings(settings, dim)
+        server: Store = ServerStore.from_settings(settings, dim)
+        return server
     from mempald.store.edge import EdgeStore
 
     return EdgeStore(settings.store_path(), dim)
@@ -69,6 +71,8 @@ class Palace:
         self.started_at = time.time()
         self.ready = False
         self.scans_done = 0
+        self.cache: dict[str, Any] = {}
+        self.ingestor.room_keywords = load_taxonomy()
 
     @classmethod
     def open(cls, settings: Settings) -> Palace:
@@ -104,14 +108,38 @@ class Palace:
         return best
 
     async def reconcile(self, lane: int = BACKFILL) -> int:
-        """Compare every source's files with their cursors; queue what changed, newest first."""
+        """Compare every source's files with their cursors; queue what changed, newest first; forget files
+        that are gone (code drawers follow them, conversation drawers stay)."""
         queued = 0
         for source in list(self.sources):
             changed = await anyio.to_thread.run_sync(self._changed_files, source)
             self.files.put_many([str(p) for p in changed], lane)
             queued += len(changed)
+            gone = await anyio.to_thread.run_sync(self._gone_files, source)
+            for path in gone:
+                await self.ingestor.forget_file(path, source)
         self.scans_done += 1
         return queued
+
+    def _project_allows(self, source: Source, path: Path) -> bool:
+        from mempald.sources.ignore import RepoFilter
+
+        if path.name == ".gitignore":
+            self.cache.pop(f"filter:{source.key}", None)
+            return False
+        flt = self.cache.get(f"filter:{source.key}")
+        if flt is None:
+            flt = self.cache[f"filter:{source.key}"] = RepoFilter(source.root)
+        if any(not flt.dir_allowed(parent) for parent in path.parents if parent != source.root and
+               source.root in parent.parents):
+            return False
+        try:
+            return flt.file_allowed(path, path.stat().st_size) is None
+        except OSError:
+            return False
+
+    def _gone_files(self, source: Source) -> list[str]:
+        return [p for p in self.state.all_cursors(source.key) if not Path(p).exists()]
 
     def _changed_files(self, source: Source) -> list[Path]:
         cursors = self.state.all_cursors(source.key)
@@ -177,6 +205,13 @@ class Palace:
         if await anyio.to_thread.run_sync(path.is_dir):
             # A folder appeared or moved in: scan it (its files may not have sent events).
             self.files.put_many([str(p) for p in await anyio.to_thread.run_sync(self._changed_files, source)], FRESH)
+            return
+        if not await anyio.to_thread.run_sync(path.exists):
+            cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+            if cur is not None:
+                await self.ingestor.forget_file(str(path), source)
+            return
+        if source.mode == "projects" and not await anyio.to_thread.run_sync(self._project_allows, source, path):
             return
         if source.wants(path):
             self.files.put(str(path), FRESH)

@@ -7,6 +7,7 @@ and a logged traceback (``server``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,34 @@ async def search(p: Palace, params: Params) -> Any:
         ),
     )
     hits = await p.searcher.search(req)
-    return {"query": query, "hits": hits}
+    result: dict[str, Any] = {"query": query, "hits": hits}
+    related = await _tunnels_for(p, hits)
+    if related:
+        result["tunnels"] = related
+    return result
+
+
+_TUNNEL_TTL = 60.0
+
+
+async def _tunnels_for(p: Palace, hits: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """For each room among the hits that also exists in other wings: those wings (cached a minute)."""
+    from mempald.rpc_palace import room_tunnels
+
+    now = time.monotonic()
+    cached = p.cache.get("tunnels")
+    if cached is None or now - cached[0] > _TUNNEL_TTL:
+        cached = (now, await room_tunnels(p))
+        p.cache["tunnels"] = cached
+    table: dict[str, list[str]] = cached[1]
+    out: dict[str, list[str]] = {}
+    for h in hits:
+        room, wing = h.get("room"), h.get("wing")
+        if room in table:
+            others = [w for w in table[room] if w != wing]
+            if others:
+                out[str(room)] = sorted(set(out.get(str(room), [])) | set(others))
+    return out
 
 
 def resolve_user_path(raw: str) -> Path:
@@ -89,3 +117,9 @@ METHODS: dict[str, Handler] = {
     "search": search,
     "ingest_file": ingest_file,
 }
+
+# Feature modules register their own methods; they import this module's siblings, not this module.
+from mempald import rpc_agents, rpc_palace, rpc_sources  # noqa: E402
+
+for _module in (rpc_palace, rpc_sources, rpc_agents):
+    METHODS.update(_module.METHODS)

@@ -38,7 +38,8 @@ from client.protocol import (
 )
 from mempald import logs
 from mempald.palace import Palace
-from mempald.rpc import METHODS, Params
+from mempald.params import Params
+from mempald.rpc import METHODS
 
 log = logs.get("mempald.server")
 

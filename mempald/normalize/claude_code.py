@@ -168,9 +168,9 @@ def parse_lines(lines: Sequence[Line], *, first_position: int = 0) -> list[Excha
             elif isinstance(content, list):
                 for block in content:
                     if isinstance(block, dict) and block.get("type") == "tool_result":
-                        summary = _result_summary(block, rec)
-                        if summary:
-                            current.reply.append(summary)
+                        result = _result_summary(block, rec)
+                        if result:
+                            current.reply.append(result)
         elif rtype == "assistant" and isinstance(msg, dict) and current is not None:
             content = msg.get("content")
             mid = str(msg.get("id") or rec.get("uuid") or "")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 import anyio.from_thread
-from anyio.streams.memory import MemoryObjectSendStream
 from anyio.lowlevel import EventLoopToken
+from anyio.streams.memory import MemoryObjectSendStream
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 

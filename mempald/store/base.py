@@ -75,6 +75,7 @@ class Filters:
     until: float | None = None
     position_min: float | None = None
     position_max: float | None = None
+    min_importance: float | None = None
     include_deleted: bool = False
     only_deleted: bool = False
     missing_dense: bool = False
@@ -99,6 +100,8 @@ class Store(Protocol):
     def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None: ...
 
     def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None: ...
+
+    def clear_dense(self, ids: Sequence[str]) -> None: ...
 
     def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]: ...
 

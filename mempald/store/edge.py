@@ -50,6 +50,8 @@ def build_filter(f: Filters) -> qe.Filter | None:
         must.append(qe.FieldCondition(key="ts", range=qe.RangeFloat(gte=f.since, lte=f.until)))
     if f.position_min is not None or f.position_max is not None:
         must.append(qe.FieldCondition(key="position", range=qe.RangeFloat(gte=f.position_min, lte=f.position_max)))
+    if f.min_importance is not None:
+        must.append(qe.FieldCondition(key="importance", range=qe.RangeFloat(gte=f.min_importance)))
     if f.only_deleted:
         must.append(qe.FieldCondition(key="deleted", match=qe.MatchValue(True)))
     elif not f.include_deleted:
@@ -139,6 +141,10 @@ class EdgeStore:
             return
         pv = [qe.PointVectors(id=pid, vector={DENSE: [float(x) for x in v]}) for pid, v in vectors]
         self._update(qe.UpdateOperation.update_vectors(pv))
+
+    def clear_dense(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._update(qe.UpdateOperation.delete_vectors(list(ids), [DENSE]))
 
     def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if ids:

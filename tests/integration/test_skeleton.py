@@ -124,7 +124,7 @@ def test_appended_exchange_becomes_searchable(daemon: Daemon, home: Path) -> Non
 
 def synthetic_session(path: Path, session: str, n: int, seed: int) -> None:
     rnd = random.Random(seed)
-    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"]
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november".split()
     with path.open("w") as fh:
         for i in range(n):
             ts = f"2026-04-{1 + i % 28:02d}T{i % 24:02d}:00:00.000Z"
@@ -138,8 +138,8 @@ def all_points(d: Daemon) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     offset = None
     while True:
-        page = d.call("drawers", {"limit": 500, "offset": offset, "fields": ["exchange_key", "chunk_index",
-                                                                          "content_hash", "chunk_count"]})
+        fields = ["exchange_key", "chunk_index", "content_hash", "chunk_count"]
+        page = d.call("drawers", {"limit": 500, "offset": offset, "fields": fields})
         out.extend(page["drawers"])
         offset = page["next"]
         if offset is None:

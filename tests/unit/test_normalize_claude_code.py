@@ -78,7 +78,8 @@ def test_injected_context_and_meta_are_dropped() -> None:
              f'<mempal-context id="x">old memory</mempal-context>{INJECT_CLOSE}\nreal question'})),
         Line(10, _rec(type="assistant", uuid="a1", message={"id": "m1", "content": [{"type": "text", "text": "ok"}]})),
         Line(20, _rec(type="user", uuid="u2", isMeta=True, message={"role": "user", "content": "caveat"})),
-        Line(30, _rec(type="user", uuid="u3", message={"role": "user", "content": "<mempal-context>x</mempal-context>"})),
+        Line(30, _rec(type="user", uuid="u3", message={"role": "user",
+                                                        "content": "<mempal-context>x</mempal-context>"})),
         Line(40, b"{not json"),
         Line(50, _rec(type="assistant", uuid="a2", message={"id": "m1", "content": [{"type": "text", "text": "ok"}]})),
     ]

@@ -1,0 +1,256 @@
+"""LoCoMo retrieval benchmark through mempald's real ingest, store and search code.
+
+Each conversation is its own wing; one drawer per turn ("{speaker}: {text}" plus the image caption);
+the session date is the drawer's timestamp; questions are asked verbatim, filtered to their wing, with
+"now" set to the conversation's last session date. Gold = normalised evidence ids.
+
+    python bench/locomo.py [--data PATH] [--limit N] [--json PATH]
+
+The data file is CC BY-NC 4.0: it is read by path (default ../shared/bench/locomo/locomo10.json), never
+copied into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from mempald.densify import DenseWorker  # noqa: E402
+from mempald.drawers import SourceInfo  # noqa: E402
+from mempald.embed import Embedder  # noqa: E402
+from mempald.ingest import Ingestor, StoreRunner  # noqa: E402
+from mempald.normalize.model import Exchange  # noqa: E402
+from mempald.queues import BACKFILL, DenseQueue  # noqa: E402
+from mempald.search import Searcher, SearchOptions, SearchRequest  # noqa: E402
+from mempald.sparse import Bm25Encoder  # noqa: E402
+from mempald.state import State  # noqa: E402
+from mempald.store.base import Filters  # noqa: E402
+from mempald.store.edge import EdgeStore  # noqa: E402
+
+DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo10.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_ID = re.compile(r"^D(\d+):(\d+)$")
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
+_MONTHS = {m: i for i, m in enumerate(
+    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
+
+
+def parse_date(text: str) -> datetime | None:
+    m = _DATE.search(text or "")
+    if not m:
+        return None
+    hour, minute, ampm, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
+    mon = _MONTHS.get(month.lower()[:3])
+    if mon is None:
+        return None
+    return datetime(int(year), mon, int(day), h, int(minute), tzinfo=UTC)
+
+
+def norm_id(raw: str) -> str | None:
+    m = _ID.match(raw.strip())
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+
+
+def gold_ids(evidence: Sequence[str], known: set[str]) -> list[str]:
+    out: list[str] = []
+    for item in evidence:
+        for part in re.split(r"[;\s]+", str(item)):
+            nid = norm_id(part) if part else None
+            if nid and nid in known and nid not in out:
+                out.append(nid)
+    return out
+
+
+@dataclass
+class Sample:
+    sample_id: str
+    exchanges: list[Exchange]
+    now: datetime
+    questions: list[dict[str, Any]]
+
+
+def load(path: Path) -> list[Sample]:
+    data = json.loads(path.read_text())
+    samples = []
+    for s in data:
+        conv = s["conversation"]
+        exchanges: list[Exchange] = []
+        last = datetime(2000, 1, 1, tzinfo=UTC)
+        n = 1
+        while f"session_{n}" in conv:
+            when = parse_date(conv.get(f"session_{n}_date_time", "")) or last
+            last = max(last, when)
+            for pos, turn in enumerate(conv[f"session_{n}"]):
+                text = f"{turn.get('speaker', '')}: {turn.get('text', '')}"
+                if turn.get("blip_caption"):
+                    text += f" [image: {turn['blip_caption']}]"
+                did = norm_id(str(turn.get("dia_id", "")))
+                if did is None:
+                    continue
+                exchanges.append(Exchange(
+                    source_kind="locomo", session_id=f"{s['sample_id']}/session_{n}", key=did, user="",
+                    assistant=text, timestamp=when.isoformat(), position=pos, kind="turn",
+                ))
+            n += 1
+        samples.append(Sample(str(s["sample_id"]), exchanges, last, list(s.get("qa", []))))
+    return samples
+
+
+def ndcg10(ranked: list[str], gold: set[str]) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold), 10)))
+    return dcg / ideal if ideal else 0.0
+
+
+def session_of(dia_id: str) -> str:
+    return dia_id.split(":", maxsplit=1)[0]
+
+
+def score_question(ranked: list[str], gold: list[str]) -> dict[str, float]:
+    g = set(gold)
+    sessions: list[str] = []
+    for t in ranked:
+        s = session_of(t)
+        if s not in sessions:
+            sessions.append(s)
+    gs = {session_of(t) for t in gold}
+    rr = next((1 / (i + 1) for i, t in enumerate(ranked) if t in g), 0.0)
+    return {
+        "turn_recall@5": len(g & set(ranked[:5])) / len(g),
+        "turn_recall@10": len(g & set(ranked[:10])) / len(g),
+        "session_recall@5": len(gs & set(sessions[:5])) / len(gs),
+        "session_recall@10": len(gs & set(sessions[:10])) / len(gs),
+        "recall_any@5": 1.0 if g & set(ranked[:5]) else 0.0,
+        "ndcg@10": ndcg10(ranked, g),
+        "mrr": rr,
+    }
+
+
+METRICS = ("turn_recall@5", "turn_recall@10", "session_recall@5", "session_recall@10", "recall_any@5", "ndcg@10",
+           "mrr")
+
+
+def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {m: 0.0 for m in METRICS} | {"questions": 0}
+    out: dict[str, float] = {m: round(statistics.fmean(r[m] for r in rows), 4) for m in METRICS}
+    out["questions"] = len(rows)
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    samples = load(args.data)
+    work = Path(tempfile.mkdtemp(prefix="locomo-"))
+    embedder = Embedder(models_dir=work / "models", threads=args.threads)
+    store = EdgeStore(work / "store", embedder.dim)
+    state = State(work / "state.sqlite3")
+    runner = StoreRunner(store)
+    bm25 = Bm25Encoder()
+    dense = DenseQueue()
+    ingestor = Ingestor(state=state, runner=runner, embedder=embedder, bm25=bm25, dense=dense, machine="bench",
+                        user="bench", max_tokens=250, redact=False, extract=False, lock_timeout=60,
+                        read_budget=1 << 21, max_line=1 << 24)
+    densifier = DenseWorker(dense, runner, embedder, 64, 250)
+    searcher = Searcher(runner, embedder, bm25)
+    opts = SearchOptions()
+    if args.dense_weight is not None:
+        opts = replace(opts, dense_weight=args.dense_weight)
+    if args.plain:
+        opts = replace(opts, temporal_boost=0, neighbour_decay=0, session_weight=0, dedup_threshold=1.0)
+
+    rows: list[tuple[int, dict[str, float]]] = []
+    latencies: list[float] = []
+    remaining = args.limit
+    t_ingest = 0.0
+    for sample in samples:
+        if remaining is not None and remaining <= 0:
+            break
+        known = {e.key for e in sample.exchanges}
+        qs = [(q, gold_ids(q.get("evidence", []), known)) for q in sample.questions]
+        qs = [(q, g) for q, g in qs if g]
+        if remaining is not None:
+            qs = qs[:remaining]
+            remaining -= len(qs)
+        t0 = time.perf_counter()
+        info = SourceInfo(kind="locomo", path=f"locomo:{sample.sample_id}", source_key=f"locomo:{sample.sample_id}",
+                          machine="bench", user="bench", wing=sample.sample_id, room="conversation", redact=False,
+                          extract=False)
+        await ingestor.write_exchanges(sample.exchanges, info, BACKFILL)
+        await densifier.drain()
+        t_ingest += time.perf_counter() - t0
+        for q, gold in qs:
+            t1 = time.perf_counter()
+            hits = await searcher.search(SearchRequest(str(q["question"]), limit=50,
+                                                       filters=Filters(wing=(sample.sample_id,)), options=opts,
+                                                       now=sample.now))
+            latencies.append((time.perf_counter() - t1) * 1000)
+            ranked = [h["exchange_key"] for h in hits]
+            rows.append((int(q.get("category", 0)), score_question(ranked, gold)))
+        print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
+    store.close()
+    state.close()
+    lat = sorted(latencies)
+    return {
+        "overall": aggregate([r for _, r in rows]),
+        "per_category": {str(c): aggregate([r for cat, r in rows if cat == c]) for c in CATEGORIES},
+        "latency_ms": {
+            "p50": round(lat[len(lat) // 2], 2) if lat else 0.0,
+            "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2) if lat else 0.0,
+        },
+        "ingest_s": round(t_ingest, 1),
+        "options": {k: getattr(opts, k) for k in opts.__slots__},
+    }
+
+
+def table(res: dict[str, Any]) -> str:
+    cols = ("questions", *METRICS)
+    head = f"{'':<14}" + "".join(f"{c:>18}" for c in cols)
+    lines = [head]
+    rows = [("overall", res["overall"])] + [
+        (f"{k} {CATEGORIES[int(k)][:9]}", v) for k, v in res["per_category"].items()]
+    for name, m in rows:
+        lines.append(f"{name:<14}" + "".join(
+            f"{int(m[c]):>18}" if c == "questions" else f"{m[c]:>18.3f}" for c in cols))
+    lines.append(f"latency ms: p50 {res['latency_ms']['p50']}  p95 {res['latency_ms']['p95']}   "
+                 f"ingest+embed {res['ingest_s']} s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a file in the LoCoMo layout")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke run)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--dense-weight", type=float, default=None)
+    ap.add_argument("--plain", action="store_true", help="fusion only: no temporal, neighbour, session, dedup")
+    args = ap.parse_args(argv)
+    if not args.data.is_file():
+        print(f"no LoCoMo data at {args.data}; pass --data PATH", file=sys.stderr)
+        return 2
+    res = anyio.run(run, args)
+    print(table(res))
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

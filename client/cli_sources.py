@@ -1,0 +1,104 @@
+"""``mempal`` commands for sources: watch add/list/remove, mine, init."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from client.connection import call
+
+
+def _abs(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        r = call("watch_list", {})
+        if args.json:
+            print(json.dumps(r, indent=2))
+        else:
+            for s in r["sources"]:
+                missing = "" if s["exists"] else "  (missing)"
+                wing = f" wing={s['wing']}" if s.get("wing") else ""
+                print(f"{s['mode']:<9} {s['path']}{wing}{missing}")
+        return 0
+    if not args.path:
+        print("mempal watch: give a PATH", flush=True)
+        return 2
+    if args.action == "add":
+        params: dict[str, Any] = {"path": _abs(args.path), "mode": args.mode}
+        if args.wing:
+            params["wing"] = args.wing
+        if args.token_budget:
+            params["token_budget"] = args.token_budget
+        if args.output:
+            params["output"] = _abs(args.output)
+        r = call("watch_add", params)
+        print(json.dumps(r, indent=2) if args.json else
+              f"watching {r['added']['path']} ({r['added']['mode']}); `mempal status` shows it catching up")
+        return 0
+    r = call("watch_remove", {"path": _abs(args.path)})
+    print(json.dumps(r, indent=2) if args.json else f"stopped watching {r['removed']} ({r['note']})")
+    return 0
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"paths": [_abs(p) for p in args.paths], "mode": args.mode, "dry_run": args.dry_run,
+                              "limit": args.limit or 0}
+    if args.wing:
+        params["wing"] = args.wing
+    r = call("mine", params, timeout=24 * 3600)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    verb = "would read" if r["dry_run"] else "read"
+    print(f"{verb} {r['files']} files: {r['exchanges']} exchanges, {r['drawers']} drawers "
+          f"({r['written']} new or changed)")
+    for reason, n in sorted(r["skipped"].items()):
+        print(f"  skipped {n}: {reason}")
+    for err in r["errors"][:20]:
+        print(f"  error: {err}")
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"path": _abs(args.dir), "force": args.force}
+    if args.wing:
+        params["wing"] = args.wing
+    r = call("init", params)
+    print(json.dumps(r, indent=2) if args.json else
+          f"wrote {r['path']} (wing {r['wing']}, {len(r['rooms'])} rooms); edit it, then "
+          f"`mempal watch add {args.dir} --mode projects`")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("watch", help="watched sources: add, list, remove")
+    p.add_argument("action", choices=["add", "list", "remove"])
+    p.add_argument("path", nargs="?")
+    p.add_argument("--mode", choices=["convos", "projects", "pack"], default="convos")
+    p.add_argument("--wing")
+    p.add_argument("--token-budget", dest="token_budget", type=int, default=0)
+    p.add_argument("-o", "--output")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("mine", help="one-off ingest of files or folders, with a summary")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--mode", choices=["convos", "projects"], default="convos")
+    p.add_argument("--wing")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--extract", choices=["general"], default="general", help="memory types (always on)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_mine)
+
+    p = sub.add_parser("init", help="write DIR/mempal.toml with the project's wing and rooms")
+    p.add_argument("dir")
+    p.add_argument("--wing")
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_init)
