@@ -86,19 +86,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_args(p)
     p.set_defaults(func=cmd_search)
 
-    from client import cli_admin, cli_palace, cli_sources
+    from client import cli_admin, cli_pack, cli_palace, cli_sources
 
     cli_sources.register(sub)
     cli_palace.register(sub)
+    cli_pack.register(sub)
     cli_admin.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func: Command = args.func
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        from client.cli_pack import maybe_prune
+
+        pruned = maybe_prune(argv)
+        if pruned is not None:
+            return pruned
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        func: Command = args.func
         return func(args)
     except DaemonUnavailable as exc:
         print(f"mempal: {exc}", file=sys.stderr)

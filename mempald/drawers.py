@@ -143,6 +143,7 @@ def build_drawers(
             "machine": src.machine,
             "user": src.user,
             "deleted": False,
+            "status": "live",
             "chunk_count": len(pieces),
         }
         if ex.tools:

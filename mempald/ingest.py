@@ -299,8 +299,8 @@ class Ingestor:
         if not drawers:
             return []
         existing = await self.runner.run(self.runner.store.retrieve, [d.id for d in drawers])
-        hashes = {p.id: p.payload.get("content_hash") for p in existing if not p.payload.get("deleted")}
-        deleted = {p.id for p in existing if p.payload.get("deleted")}
+        deleted = {p.id for p in existing if p.payload.get("status") == "deleted"}
+        hashes = {p.id: p.payload.get("content_hash") for p in existing if p.id not in deleted}
         return [d for d in drawers if d.id not in deleted and hashes.get(d.id) != d.payload["content_hash"]]
 
     async def _drop_stale_chunks(self, drawers: Sequence[Drawer]) -> None:

@@ -72,6 +72,7 @@ class Palace:
         self.ready = False
         self.scans_done = 0
         self.cache: dict[str, Any] = {}
+        self.pack_pending: dict[str, float] = {}
         self.ingestor.room_keywords = load_taxonomy()
 
     @classmethod
@@ -176,6 +177,8 @@ class Palace:
                 self.files.active -= 1
             if res.more:
                 self.files.put(path_s, lane)
+            if source.mode == "pack":
+                self.pack_pending.setdefault(source.key, time.monotonic())
 
     async def watch_loop(self, events: ObjectReceiveStream[Path]) -> None:
         debounce = self.settings.ingest.debounce_ms / 1000.0
@@ -215,6 +218,28 @@ class Palace:
             return
         if source.wants(path):
             self.files.put(str(path), FRESH)
+
+    async def pack_loop(self, quiet_s: float = 2.0) -> None:
+        """Re-pack a pack-mode folder once its markdown has been quiet for ``quiet_s`` (event-driven)."""
+        from mempald.packing import run_pack
+
+        while True:
+            await anyio.sleep(0.5)
+            now = time.monotonic()
+            for key, since in list(self.pack_pending.items()):
+                if now - since < quiet_s or self.files.pending():
+                    continue
+                del self.pack_pending[key]
+                source = next((s for s in self.sources if s.key == key), None)
+                if source is None:
+                    continue
+                try:
+                    res = await anyio.to_thread.run_sync(lambda s=source: run_pack(
+                        self.embedder, s.root, s.pack_output(), token_budget=s.token_budget),
+                        limiter=self.densifier.limiter)
+                    log.info("repacked", source=key, paths=res["paths"])
+                except Exception as exc:
+                    log.warning("pack_failed", source=key, error=str(exc))
 
     async def reconcile_loop(self) -> None:
         interval = self.settings.ingest.reconcile_interval_s

@@ -119,7 +119,7 @@ METHODS: dict[str, Handler] = {
 }
 
 # Feature modules register their own methods; they import this module's siblings, not this module.
-from mempald import rpc_agents, rpc_palace, rpc_sources  # noqa: E402
+from mempald import rpc_agents, rpc_pack, rpc_palace, rpc_sources  # noqa: E402
 
-for _module in (rpc_palace, rpc_sources, rpc_agents):
+for _module in (rpc_palace, rpc_sources, rpc_agents, rpc_pack):
     METHODS.update(_module.METHODS)

@@ -101,7 +101,8 @@ async def delete(p: Palace, params: Params) -> Any:
         raise RpcError(NOT_FOUND, "no drawer with those ids")
     now = time.time()
     await p.runner.run(p.runner.store.set_payload, [f.id for f in found],
-                       {"deleted": True, "deleted_at": now, "deleted_by": actor, "delete_reason": reason})
+                       {"deleted": True, "status": "deleted", "deleted_at": now, "deleted_by": actor,
+                        "delete_reason": reason})
     for f in found:
         await anyio.to_thread.run_sync(p.state.audit, actor, "delete", f.id, reason)
     return {"deleted": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
@@ -110,7 +111,7 @@ async def delete(p: Palace, params: Params) -> Any:
 async def restore(p: Palace, params: Params) -> Any:
     ids = params.texts("drawer_id")
     found = await p.runner.run(p.runner.store.retrieve, list(ids))
-    await p.runner.run(p.runner.store.set_payload, [f.id for f in found], {"deleted": False})
+    await p.runner.run(p.runner.store.set_payload, [f.id for f in found], {"deleted": False, "status": "live"})
     return {"restored": [f.id for f in found]}
 
 

@@ -31,9 +31,14 @@ class Source:
             return path == self.root
         return True
 
+    def pack_output(self) -> Path:
+        return Path(self.output).expanduser() if self.output else self.root / "packed"
+
     def wants(self, path: Path) -> bool:
         """Is this file one the source reads? (Cheap: name only; content detection happens on read.)"""
         name = path.name
+        if self.mode == "pack" and (path == self.pack_output() or self.pack_output() in path.parents):
+            return False
         if self.fmt in ("claude_code", "codex"):
             return name.endswith(".jsonl")
         if self.mode == "convos":

@@ -19,10 +19,14 @@ SCHEMA_VERSION = 1
 # Payload fields with an index (filters and facets).
 KEYWORD_FIELDS = (
     "wing", "room", "memory_type", "source_kind", "agent", "session_id", "source_path", "exchange_key",
-    "machine", "user", "kind",
+    "machine", "user", "kind", "status",
 )
 FLOAT_FIELDS = ("ts", "importance", "position")
-BOOL_FIELDS = ("deleted",)
+BOOL_FIELDS: tuple[str, ...] = ()
+# Soft delete is the keyword ``status`` ("live" | "deleted"): Qdrant Edge 0.9 does not match booleans in
+# filters reliably, keywords work on every backend. ``deleted`` (bool) is kept in the payload for people.
+LIVE = "live"
+DELETED = "deleted"
 
 
 class StoreError(Exception):

@@ -21,6 +21,7 @@ import qdrant_edge as qe
 
 from mempald.store.base import (
     BOOL_FIELDS,
+    DELETED,
     DENSE,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
@@ -53,9 +54,9 @@ def build_filter(f: Filters) -> qe.Filter | None:
     if f.min_importance is not None:
         must.append(qe.FieldCondition(key="importance", range=qe.RangeFloat(gte=f.min_importance)))
     if f.only_deleted:
-        must.append(qe.FieldCondition(key="deleted", match=qe.MatchValue(True)))
+        must.append(qe.FieldCondition(key="status", match=qe.MatchValue(DELETED)))
     elif not f.include_deleted:
-        must_not.append(qe.FieldCondition(key="deleted", match=qe.MatchValue(True)))
+        must_not.append(qe.FieldCondition(key="status", match=qe.MatchValue(DELETED)))
     if f.missing_dense:
         must_not.append(qe.HasVectorCondition(DENSE))
     if f.ids:
