@@ -147,6 +147,11 @@ class Ingestor:
                 await self._ingest_project_file(path, source, lane, res)
                 st.last_ingest = time.time()
                 return res
+            if source.fmt == "slack":
+                res.fmt = "slack"
+                await self._ingest_slack(source, lane, res)
+                st.last_ingest = time.time()
+                return res
             fmt = source.fmt if source.fmt != "auto" else await anyio.to_thread.run_sync(_detect, path)
             res.fmt = fmt
             if fmt in JSONL_FORMATS:
@@ -238,6 +243,26 @@ class Ingestor:
         await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "", {"format": "project"},
             len(exchanges)))
+
+    async def _ingest_slack(self, source: Source, lane: int, res: IngestResult) -> None:
+        """A Slack export is one unit: threads span day files, names come from users.json."""
+        from mempald.normalize import slack
+        from mempald.sources.registry import folder_signature
+
+        root = source.root
+        n, size, mtime = await anyio.to_thread.run_sync(folder_signature, root)
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(root))
+        if cur and (cur.inode, cur.size, cur.mtime) == (n, size, mtime):
+            return
+        files = await anyio.to_thread.run_sync(_read_export, root)
+        exchanges = await anyio.to_thread.run_sync(slack.parse_export, files)
+        res.exchanges = len(exchanges)
+        info = SourceInfo(kind="slack", path=str(root), source_key=source.key, machine=self.machine, user=self.user,
+                          wing=source.wing or root.name, redact=self.redact, extract=self.extract,
+                          room_keywords=self.room_keywords)
+        await self._write(exchanges, info, lane, res)
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(root), source.key, n, size, mtime, size, "", {"format": "slack"}, len(exchanges)))
 
     async def forget_file(self, path: str, source: Source) -> None:
         """A file disappeared: code drawers follow it; conversation drawers are kept (they outlive transcripts)."""
@@ -374,6 +399,19 @@ def project_exchanges(path: Path, root: Path, size: int) -> tuple[list[Exchange]
             extra=(("lines", f"{chunk.start_line}-{chunk.end_line}"),),
         ))
     return out, ""
+
+
+def _read_export(root: Path, max_bytes: int = 512 * 1024 * 1024) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    total = 0
+    for p in sorted(root.rglob("*.json")):
+        if p.is_file():
+            data = p.read_bytes()
+            total += len(data)
+            if total > max_bytes:
+                break
+            files[p.relative_to(root).as_posix()] = data
+    return files
 
 
 def _detect(path: Path) -> str:

@@ -16,14 +16,14 @@ import anyio
 import anyio.to_thread
 from anyio.abc import ObjectReceiveStream
 
-from mempald import __version__, logs
+from mempald import __version__, faults, logs
 from mempald.config import Settings, data_dir
 from mempald.densify import DenseWorker
 from mempald.embed import Embedder
 from mempald.ingest import Ingestor, StoreRunner
 from mempald.queues import BACKFILL, FRESH, DenseQueue, FileQueue
 from mempald.search import Searcher
-from mempald.sources.registry import Source, resolve_sources
+from mempald.sources.registry import Source, folder_signature, resolve_sources
 from mempald.sources.watch import Watcher
 from mempald.sparse import Bm25Encoder
 from mempald.state import State
@@ -80,7 +80,7 @@ class Palace:
         """Blocking: load the model, open the store and the state database."""
         ddir = data_dir()
         embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
-        store = open_store(settings, embedder.dim)
+        store = faults.wrap_store(open_store(settings, embedder.dim))  # inert unless MEMPAL_FAULTS is set
         meta = store.get_meta()
         if meta.get("model") and meta["model"] != embedder.info.model_id:
             store.close()
@@ -146,6 +146,12 @@ class Palace:
         cursors = self.state.all_cursors(source.key)
         found: list[tuple[float, Path]] = []
         try:
+            if source.fmt == "slack":
+                n, size, mtime = folder_signature(source.root)
+                cur = cursors.get(str(source.root))
+                if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
+                    found.append((mtime, source.root))
+                return [p for _, p in found]
             for path in source.iter_files():
                 try:
                     st = path.stat()
@@ -205,6 +211,9 @@ class Palace:
         source = self.source_for(path)
         if source is None:
             return
+        if source.fmt == "slack":
+            self.files.put(str(source.root), FRESH)
+            return
         if await anyio.to_thread.run_sync(path.is_dir):
             # A folder appeared or moved in: scan it (its files may not have sent events).
             self.files.put_many([str(p) for p in await anyio.to_thread.run_sync(self._changed_files, source)], FRESH)
@@ -217,7 +226,7 @@ class Palace:
         if source.mode == "projects" and not await anyio.to_thread.run_sync(self._project_allows, source, path):
             return
         if source.wants(path):
-            self.files.put(str(path), FRESH)
+            self.files.put(str(source.unit_for(path)), FRESH)
 
     async def pack_loop(self, quiet_s: float = 2.0) -> None:
         """Re-pack a pack-mode folder once its markdown has been quiet for ``quiet_s`` (event-driven)."""

@@ -41,13 +41,22 @@ class Source:
             return False
         if self.fmt in ("claude_code", "codex"):
             return name.endswith(".jsonl")
+        if self.fmt == "slack":
+            return path == self.root or name.endswith(".json")
         if self.mode == "convos":
             return (name.endswith(CONVO_SUFFIXES) and not name.startswith(".")) or name == ".aider.chat.history.md"
         if self.mode == "pack":
             return name.endswith((".md", ".markdown"))
         return True
 
+    def unit_for(self, path: Path) -> Path:
+        """What to re-read when ``path`` changes: the file itself, or the whole Slack export folder."""
+        return self.root if self.fmt == "slack" else path
+
     def iter_files(self) -> Iterator[Path]:
+        if self.fmt == "slack":
+            yield self.root
+            return
         if self.root.is_file():
             yield self.root
             return
@@ -89,4 +98,30 @@ def resolve_sources(settings: Settings) -> list[Source]:
 
 
 def source_from_spec(spec: SourceSpec, root: Path) -> Source:
-    return Source(f"{spec.mode}:{root}", root, spec.mode, "auto", spec.wing, spec.token_budget, spec.output)
+    fmt = "auto"
+    if spec.mode == "convos" and root.is_dir():
+        from mempald.normalize.detect import detect_dir
+
+        try:
+            names = [p.name for p in root.iterdir()]
+        except OSError:
+            names = []
+        if detect_dir(names) == "slack":
+            fmt = "slack"
+    return Source(f"{spec.mode}:{root}", root, spec.mode, fmt, spec.wing, spec.token_budget, spec.output)
+
+
+def folder_signature(root: Path) -> tuple[int, int, float]:
+    """(files, total bytes, newest mtime) of the JSON files of an export folder: changes when any does."""
+    n, size, mtime = 0, 0, 0.0
+    for dirpath, _dirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            if name.endswith(".json"):
+                try:
+                    st = (Path(dirpath) / name).stat()
+                except OSError:
+                    continue
+                n += 1
+                size += st.st_size
+                mtime = max(mtime, st.st_mtime)
+    return n, size, mtime

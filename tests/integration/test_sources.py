@@ -1,0 +1,102 @@
+"""Every source a user has, through a real daemon: Codex sessions (watched by default), a ChatGPT export
+and a Slack export added with `mempal watch add`, and a code repo in projects mode."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Daemon, copy_tree
+
+ROLLOUT = "rollout-2025-11-22T21-45-35-019aad50-a7e6-7422-b7a8-0b384290624f.jsonl"
+
+
+def hits(d: Daemon, query: str, **kw: Any) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = d.call("search", {"query": query, **kw})["hits"]
+    return result
+
+
+def mempal(d: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "client.cli", *args], capture_output=True, text=True, env=d.env,
+                          timeout=120)
+
+
+@pytest.mark.timeout(300)
+def test_every_source_is_searchable(daemon: Daemon, home: Path, formats_dir: Path, tmp_path: Path) -> None:
+    sessions = home / ".codex" / "sessions" / "2025" / "11" / "22"
+    sessions.mkdir(parents=True)
+    shutil.copy(formats_dir / "codex" / "rtchess_turn_aborted_excerpt.jsonl", sessions / ROLLOUT)
+    chatgpt = tmp_path / "exports" / "chatgpt"
+    chatgpt.mkdir(parents=True)
+    shutil.copy(formats_dir / "chatgpt" / "conversations.subset.json", chatgpt / "conversations.json")
+    slack = tmp_path / "exports" / "slack"
+    copy_tree(formats_dir / "slack" / "official_export_2016_houstondatavis", slack)
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "src").mkdir()
+    (repo / "docs" / "deploy.md").write_text(
+        "# Deploying\n\nThe flamingo service deploys with `make ship`; it needs the VAULT_ADDR variable.\n\n"
+        "Rollbacks use the previous image tag from the release notes.\n")
+    (repo / "src" / "app.py").write_text("def greet(name):\n    return f'hello {name} from the pelican module'\n" * 3)
+    (repo / ".gitignore").write_text("secret/\n")
+    (repo / "secret").mkdir()
+    (repo / "secret" / "keys.md").write_text("this file is gitignored and must never be stored, pangolin\n")
+
+    daemon.start()
+    for path, mode in ((chatgpt, "convos"), (slack, "convos"), (repo, "projects")):
+        out = mempal(daemon, "watch", "add", str(path), "--mode", mode)
+        assert out.returncode == 0, out.stderr
+    listed = mempal(daemon, "watch", "list").stdout
+    assert str(chatgpt) in listed and str(repo) in listed
+    st = daemon.idle(timeout=240)
+    assert {s["mode"] for s in st["sources"]} >= {"convos", "projects"}
+
+    codex = hits(daemon, "chess variant where pieces have a cooldown instead of turns", source_kind="codex")
+    assert codex and codex[0]["agent"] == "codex"
+    gpt = hits(daemon, "summarize introduction to multivariate statistics", source_kind="chatgpt")
+    assert gpt and gpt[0]["title"] == "Intro to Multivariate Stats."
+    sl = hits(daemon, "OpenVis Conf collaborative community notes", source_kind="slack")
+    assert sl and "OpenVis" in sl[0]["text"]
+    code = hits(daemon, "how does the flamingo service deploy", wing="repo")
+    assert code[0]["source_path"] == str(repo / "docs" / "deploy.md") and code[0]["room"] == "documentation"
+    assert hits(daemon, "pangolin", wing="repo") == [] or all("pangolin" not in h["text"] for h in
+                                                              hits(daemon, "pangolin"))
+
+    # Editing a code file replaces its drawers; deleting it removes them.
+    (repo / "docs" / "deploy.md").write_text("# Deploying\n\nThe heron service now deploys with `make launch` "
+                                              "and a signed manifest from the release bucket.\n")
+    daemon.wait_for(lambda: hits(daemon, "heron service deploys", wing="repo"), timeout=30)
+    daemon.wait_for(lambda: not any("flamingo" in h["text"] for h in hits(daemon, "flamingo service", wing="repo")),
+                    timeout=30)
+    (repo / "src" / "app.py").unlink()
+    daemon.wait_for(lambda: not any("pelican" in h["text"] for h in hits(daemon, "pelican module", wing="repo")),
+                    timeout=30)
+
+    # Deleting a transcript keeps its memories.
+    (sessions / ROLLOUT).unlink()
+    daemon.call("status")
+    assert hits(daemon, "chess variant where pieces have a cooldown", source_kind="codex")
+
+    # Removing a watch stops watching but keeps drawers.
+    assert mempal(daemon, "watch", "remove", str(slack)).returncode == 0
+    assert hits(daemon, "OpenVis Conf collaborative community notes", source_kind="slack")
+
+
+@pytest.mark.timeout(180)
+def test_mine_dry_run_and_summary(daemon: Daemon, formats_dir: Path, tmp_path: Path) -> None:
+    gem = tmp_path / "gemini"
+    gem.mkdir()
+    for f in (formats_dir / "gemini_cli").glob("*.json"):
+        shutil.copy(f, gem / f.name)
+    daemon.start()
+    dry = mempal(daemon, "mine", str(gem), "--dry-run")
+    assert dry.returncode == 0 and "would read 2 files" in dry.stdout
+    out = mempal(daemon, "mine", str(gem), "--json")
+    assert out.returncode == 0, out.stderr
+    assert '"files": 2' in out.stdout and '"errors": []' in out.stdout
+    assert mempal(daemon, "mine", str(tmp_path / "nope")).returncode == 1
