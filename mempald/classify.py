@@ -1,0 +1,490 @@
+"""Keyword heuristics that label text without a model (pure: stdlib only, no I/O).
+
+Three labellers live here:
+
+* ``classify_memory``: the "general extractor". Each of the five memory types has a list of weighted
+  regex markers; code (fenced blocks, indented blocks, inline spans) is stripped first so ``if error:``
+  in a snippet is not a problem report. The best type wins if its confidence reaches the threshold.
+* ``classify_room``: the conversation room, by counting keywords from an editable table (the taxonomy).
+* ``room_for_path``: the room of a file in a code or notes repository, from its deepest recognised folder.
+
+``importance`` gives a deterministic 0-5 weight from the memory type, length and emphasis words.
+Everything is deterministic: same text, same answer, on every machine.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+MEMORY_TYPES: tuple[str, ...] = ("decision", "preference", "milestone", "problem", "emotional")
+
+# ---------------------------------------------------------------------------------------------------------
+# Code stripping
+# ---------------------------------------------------------------------------------------------------------
+
+# A fenced block (``` or ~~~, three or more) up to a closing fence of the same kind, or to the end of the
+# text when the fence is never closed (a truncated paste is still code, not prose).
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}(?!`)|~{3,}(?!~))[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+# Maximal backtick runs on both sides (the look-arounds), so a long run of backticks costs linear time.
+_INLINE = re.compile(r"(?<!`)(`{1,3})(?!`)[^`\n]+?(?<!`)\1(?!`)")
+_INDENTED = re.compile(r"^(?: {4}|\t)")
+
+
+def strip_code(text: str) -> str:
+    """``text`` without fenced code blocks, indented code blocks and inline code spans.
+
+    An indented block counts as code only when it follows a blank line (or starts the text), as in
+    Markdown: an indented continuation line of a list item stays prose.
+    """
+    text = _FENCE.sub("\n", text)
+    text = _INLINE.sub(" ", text)
+    out: list[str] = []
+    in_block = False
+    prev_blank = True
+    for line in text.split("\n"):
+        blank = not line.strip()
+        if blank:
+            out.append("")
+        elif in_block and _INDENTED.match(line):
+            pass  # still inside the indented block
+        elif prev_blank and _INDENTED.match(line):
+            in_block = True
+        else:
+            in_block = False
+            out.append(line)
+        prev_blank = blank
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The general extractor
+# ---------------------------------------------------------------------------------------------------------
+
+# (pattern, weight). Patterns are matched against lower-cased prose and never start inside a word; each
+# marker counts once per text, so a long exchange that says "error" twenty times is not twenty times more
+# of a problem.
+_MARKERS: dict[str, list[tuple[str, float]]] = {
+    "decision": [
+        (r"\bwe(?: have|'ve)? decided\b", 3.0),
+        (r"\bdecided (?:to|on|against|that)\b", 2.5),
+        (r"\bthe decision (?:is|was)\b", 2.5),
+        (r"\blet'?s go with\b", 2.5),
+        (r"\b(?:went|going) with\b", 2.0),
+        (r"\bcho(?:se|sen) \w+(?: \w+)? over\b", 3.0),
+        (r"\b(?:chose|chosen)\b", 1.5),
+        (r"\bopted (?:for|to|against)\b", 2.5),
+        (r"\bsettled on\b", 2.5),
+        (r"\bstick(?:ing)? with\b", 2.0),
+        (r"\binstead of\b", 1.5),
+        (r"\brather than\b", 1.5),
+        (r"\bin favou?r of\b", 2.0),
+        (r"\bthe plan is\b", 2.0),
+        (r"\bwe(?:'ll| will) (?:use|go|keep)\b", 1.5),
+        (r"\blet'?s (?:use|keep|switch|do)\b", 1.5),
+        (r"\bswitch(?:ed|ing)? (?:to|from|over)\b", 1.5),
+        (r"\bmigrat(?:e|ed|ing) (?:to|from|away)\b", 1.5),
+        (r"\btrade-?offs?\b", 1.5),
+        (r"\bpros and cons\b", 1.0),
+        (r"\bagreed (?:to|on|that)\b", 2.0),
+        (r"\bgoing forward\b", 1.5),
+        (r"\b(?:architecture )?decision record\b|\badr-?\d+\b", 2.0),
+        (r"\bbecause\b", 0.5),
+    ],
+    "preference": [
+        (r"\b(?:i|we) (?:really |strongly |generally )?prefer\b", 3.0),
+        (r"\bprefer(?:red|ably|ence)?\b", 1.0),
+        (r"\balways use\b", 3.0),
+        (r"\bnever use\b", 3.0),
+        (r"\b(?:always|never) (?:do|write|put|add|run|commit|call|name)\b", 2.0),
+        (r"\b(?:i|we) (?:really )?(?:like|dislike|hate|can'?t stand)\b", 2.0),
+        (r"\b(?:don'?t|do not) (?:ever )?use\b", 2.0),
+        (r"\bavoid (?:using )?\w+", 1.0),
+        (r"\bplease (?:always|never|don'?t|do not)\b", 2.5),
+        (r"\bmy (?:preference|style|convention|rule)\b", 2.5),
+        (r"\b(?:our|the) convention is\b", 2.5),
+        (r"\bi want (?:you|it) to (?:always|never)\b", 2.5),
+        (r"\bfrom now on\b", 2.0),
+        (r"\bi(?:'d| would) rather\b", 2.0),
+        (r"\bstyle guide\b", 1.5),
+        (r"\bfavou?rite\b", 1.5),
+        (r"\bmake sure (?:to|you|it)\b", 1.0),
+        (r"\bby default\b", 0.5),
+    ],
+    "milestone": [
+        (r"\bshipped\b", 3.0),
+        (r"\breleased\b", 2.5),
+        (r"\brelease[sd]? v?\d+\.\d+", 3.0),
+        (r"\bv\d+\.\d+(?:\.\d+)?\b", 1.5),
+        (r"\bfinally (?:works?|working|worked|passes|passing|green|done|fixed|running)\b", 3.0),
+        (r"\b(?:it|everything) works(?: now)?\b|\bworks now\b|\bnow works\b", 2.0),
+        (r"\bmerged\b", 2.0),
+        (r"\bdeployed\b", 2.5),
+        (r"\blaunched\b", 2.5),
+        (r"\bwent live\b|\bis (?:now )?live\b", 2.5),
+        (r"\bbreakthrough\b", 3.0),
+        (r"\bmilestone\b", 2.0),
+        (r"\bcompleted\b", 1.5),
+        (r"\ball (?:the )?tests (?:pass|passing|green)\b", 2.5),
+        (r"\bfirst (?:working|successful)\b", 2.5),
+        (r"\bgot it working\b|\bnailed it\b", 2.5),
+        (r"\bup and running\b", 2.0),
+        (r"\bpublished\b", 2.0),
+        (r"\bcut (?:a|the) release\b", 3.0),
+    ],
+    "problem": [
+        (r"\bbugs?\b", 1.5),
+        (r"\berrors?\b", 1.5),
+        (r"\bexceptions?\b", 1.0),
+        (r"\bfail(?:s|ed|ing|ure|ures)?\b", 1.5),
+        (r"\bcrash(?:es|ed|ing)?\b", 2.0),
+        (r"\bbroken\b|\bbroke\b", 2.0),
+        (r"\btraceback\b", 2.5),
+        (r"\bstack ?trace\b", 2.0),
+        (r"\b(?:does|did)(?:n'?t| not) work\b|\bis(?:n'?t| not) working\b|\bnot working\b", 2.5),
+        (r"\bkeeps? (?:failing|crashing|breaking|timing out)\b", 3.0),
+        (r"\broot cause\b", 3.0),
+        (r"\bthe fix (?:was|is)\b", 3.0),
+        (r"\bfixed\b", 1.5),
+        (r"\bregression\b", 2.0),
+        (r"\bsegfault\b|\bsegmentation fault\b", 2.5),
+        (r"\bdeadlock\b|\brace condition\b|\bhangs\b", 2.0),
+        (r"\bmemory leak\b", 2.5),
+        (r"\btim(?:es|ed|ing) out\b|\btimeout\b", 1.0),
+        (r"\bworkaround\b", 2.0),
+        (r"\bproblem\b", 1.5),
+        (r"\bissue\b", 1.0),
+        (r"\bunexpected(?:ly)?\b", 1.0),
+        (r"\b(?:type|value|key|attribute|import|runtime|index|name|os|permission|filenotfound|syntax)error\b", 2.0),
+    ],
+    "emotional": [
+        (r"\bfrustrat(?:ed|ing|ion)\b", 3.0),
+        (r"\b(?:i|we) (?:really |just )?love\b(?! to\b)|\blove (?:this|it|that|you)\b|\bloved\b", 2.5),
+        (r"\bworried\b|\bworrying\b|\banxious\b", 2.5),
+        (r"\bexcited\b|\bexciting\b", 2.5),
+        (r"\bthank you so much\b|\bthanks so much\b|\bthank you!", 3.0),
+        (r"\bgrateful\b|\bthankful\b", 3.0),
+        (r"\bproud\b", 2.5),
+        (r"\bscared\b|\bafraid\b|\bterrified\b", 2.5),
+        (r"\bhappy\b(?! to\b)|\bdelighted\b|\bthrilled\b", 2.0),
+        (r"\bsad\b|\bupset\b|\bdisappointed\b|\bheartbroken\b", 2.5),
+        (r"\bangry\b|\bannoyed\b|\bfurious\b|\bfed up\b", 2.5),
+        (r"\boverwhelmed\b|\bexhausted\b|\bstressed\b|\bburn(?:ed|t) out\b", 2.5),
+        (r"\brelieved\b|\brelief\b", 2.0),
+        (r"\bamazing\b|\bawesome\b|\bwow\b", 1.5),
+        (r"\bi feel\b|\bi'?m feeling\b", 1.5),
+        (r"\bugh+\b|\bargh+\b", 2.0),
+        (r"\byou(?:'re| are) the best\b", 2.5),
+        (r"\bhate (?:this|it)\b", 1.5),
+        (r"!{2,}", 1.0),
+        (r"[❤♥😀😂😊😍😭😤😡🎉🙏🥳]", 1.5),
+    ],
+}
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _fast(pattern: str) -> re.Pattern[str]:
+    r"""Compile a marker for lower-cased text, its leading ``\b`` dropped and checked by ``_found``.
+
+    A pattern that starts with ``\b`` (or with a case-insensitive flag) defeats the regex engine's
+    literal-prefix scan, which makes the whole table ~30x slower on long texts.
+    """
+    return re.compile(re.sub(r"(^|\|)\\b", r"\1", pattern))
+
+
+def _found(rx: re.Pattern[str], text: str) -> bool:
+    """Does ``rx`` match ``text`` somewhere that does not start inside a word?"""
+    pos = 0
+    while (m := rx.search(text, pos)) is not None:
+        start = m.start()
+        if start == 0 or not (_is_word(text[start]) and _is_word(text[start - 1])):
+            return True
+        pos = start + 1
+    return False
+
+
+_COMPILED: dict[str, list[tuple[re.Pattern[str], float]]] = {
+    t: [(_fast(p), w) for p, w in marks] for t, marks in _MARKERS.items()
+}
+
+# A weight total of _SATURATION gives confidence 1 - 1/e (about 0.63): one strong marker alone passes the
+# default threshold, one weak marker ("because", "by default") alone does not.
+_SATURATION = 2.5
+# Words before the score is damped: a long exchange collects incidental markers.
+_DAMP_WORDS = 300
+
+
+def _scores(prose: str) -> dict[str, float]:
+    low = prose.lower()
+    return {t: sum(w for rx, w in marks if _found(rx, low)) for t, marks in _COMPILED.items()}
+
+
+def memory_scores(text: str) -> dict[str, float]:
+    """Raw weighted marker score per memory type, on the prose of ``text`` (code stripped)."""
+    return _scores(strip_code(text))
+
+
+def classify_memory(text: str, threshold: float = 0.3) -> tuple[str | None, float]:
+    """The memory type of ``text`` and a confidence in 0..1; ``(None, conf)`` below ``threshold``.
+
+    Confidence grows with the winning type's marker weight (saturating) and shrinks when a second type
+    scores close to it (an ambiguous text is a weak label). Ties go to the earlier type in MEMORY_TYPES.
+    """
+    prose = strip_code(text)
+    scores = _scores(prose)
+    ranked = sorted(MEMORY_TYPES, key=lambda t: -scores[t])
+    best, second = scores[ranked[0]], scores[ranked[1]]
+    if best <= 0:
+        return None, 0.0
+    words = len(prose.split())
+    damp = max(1.0, math.sqrt(words / _DAMP_WORDS))
+    strength = 1.0 - math.exp(-(best / damp) / _SATURATION)
+    margin = math.sqrt(best / (best + second))
+    conf = round(min(1.0, max(0.0, strength * margin)), 4)
+    if conf < threshold:
+        return None, conf
+    return ranked[0], conf
+
+
+_TYPE_WEIGHT: dict[str | None, int] = {
+    "decision": 3,
+    "preference": 3,
+    "milestone": 3,
+    "problem": 2,
+    "emotional": 2,
+    None: 1,
+}
+_EMPHASIS = re.compile(
+    r"\b(?:important|importantly|remember|always|never|critical|crucial|must|essential|"
+    r"don'?t forget|do not forget|note to self|key point|for the record)\b",
+    re.I,
+)
+
+
+def importance(text: str, memory_type: str | None) -> int:
+    """A deterministic importance in 0..5.
+
+    Base weight by memory type (decisions, preferences and milestones 3; problems and emotional moments 2;
+    unlabelled 1), +1 for emphasis words ("important", "remember", "always", ...), +1 more when two or
+    more distinct ones appear, -1 for a very short text, +1 for a substantial one. Empty text is 0.
+    """
+    prose = strip_code(text)
+    if not text.strip():
+        return 0
+    score = _TYPE_WEIGHT.get(memory_type, 1)
+    emphasis = {m.group(0).lower() for m in _EMPHASIS.finditer(prose)}
+    if emphasis:
+        score += 1
+    if len(emphasis) >= 2:
+        score += 1
+    words = len(text.split())
+    if words < 8:
+        score -= 1
+    elif words >= 150:
+        score += 1
+    return max(0, min(5, score))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Conversation rooms
+# ---------------------------------------------------------------------------------------------------------
+
+CONVO_ROOMS: tuple[str, ...] = ("technical", "architecture", "planning", "decisions", "problems", "general")
+
+# The taxonomy: room -> keywords. A plain dict of lists so a user's config can replace or extend it.
+# "general" has no keywords: it is where a text goes when nothing else scores.
+DEFAULT_ROOM_KEYWORDS: dict[str, list[str]] = {
+    "technical": [
+        "code", "python", "javascript", "typescript", "rust", "function", "class", "method", "api", "deploy",
+        "database", "query", "sql", "compile", "library", "package", "install", "docker", "endpoint", "script",
+        "regex", "git", "commit", "test", "variable", "import", "config", "cli", "json",
+    ],
+    "architecture": [
+        "architecture", "design", "pattern", "schema", "structure", "module", "component", "interface",
+        "abstraction", "layer", "microservice", "monolith", "dependency", "coupling", "refactor", "diagram",
+        "data model", "protocol", "boundary", "separation of concerns",
+    ],
+    "planning": [
+        "plan", "roadmap", "milestone", "sprint", "deadline", "priority", "backlog", "timeline", "schedule",
+        "estimate", "next step", "todo", "scope", "goal", "phase", "release plan", "mvp",
+    ],
+    "decisions": [
+        "decided", "decide", "decision", "chose", "choose", "switched", "trade-off", "tradeoff", "went with",
+        "instead of", "opted", "settled on", "alternative", "pros and cons", "rather than", "go with",
+    ],
+    "problems": [
+        "problem", "issue", "broken", "fix", "fixed", "solved", "crash", "failing", "failure", "workaround",
+        "root cause", "regression", "stuck", "doesn't work", "bug", "error",
+    ],
+    "general": [],
+}
+
+_MAX_PER_KEYWORD = 3
+
+
+def _keyword_regex(keyword: str) -> re.Pattern[str]:
+    kw = keyword.strip().lower()
+    body = r"\s+".join(re.escape(w) for w in kw.split())
+    # Single words also match their simple inflections: test/tests/tested/testing.
+    suffix = r"(?:s|es|ed|d|ing)?" if " " not in kw and kw.isalpha() else ""
+    # Matched on lower-cased text; the left word boundary is checked in _count (see _fast for why).
+    return re.compile(rf"{body}{suffix}(?!\w)")
+
+
+def _count(rx: re.Pattern[str], text: str, cap: int) -> int:
+    n = 0
+    for m in rx.finditer(text):
+        start = m.start()
+        if start == 0 or not (_is_word(text[start]) and _is_word(text[start - 1])):
+            n += 1
+            if n >= cap:
+                break
+    return n
+
+
+_Table = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@lru_cache(maxsize=32)
+def _compile_table(items: _Table) -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+    return tuple((room, tuple(_keyword_regex(k) for k in kws if k.strip())) for room, kws in items)
+
+
+def _table_key(keywords: Mapping[str, Sequence[str]]) -> _Table:
+    return tuple((str(room), tuple(str(k) for k in kws)) for room, kws in keywords.items())
+
+
+_CODE_ROOM = "technical"
+_CODE_BLOCK = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.M)
+
+
+def room_scores(text: str, keywords: Mapping[str, Sequence[str]] | None = None) -> dict[str, int]:
+    """Keyword hits per room, on the prose of ``text`` (each keyword counted at most three times).
+
+    Keywords inside code are not counted (``raise Error`` is not a conversation about problems); instead
+    each fenced code block counts one hit for the "technical" room, when the table has one.
+    """
+    table = _compile_table(_table_key(DEFAULT_ROOM_KEYWORDS if keywords is None else keywords))
+    prose = strip_code(text).lower()
+    out: dict[str, int] = {}
+    for room, patterns in table:
+        out[room] = sum(_count(rx, prose, _MAX_PER_KEYWORD) for rx in patterns)
+    if _CODE_ROOM in out:
+        fences = len(_CODE_BLOCK.findall(text))
+        out[_CODE_ROOM] += (fences + 1) // 2  # an opening and a closing fence per block
+    return out
+
+
+def classify_room(text: str, keywords: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The room whose keywords occur most in ``text``; ties go to the room listed first in the table;
+    "general" when nothing scores. ``keywords`` replaces the default taxonomy when given."""
+    best, best_score = "general", 0
+    for room, score in room_scores(text, keywords).items():
+        if score > best_score:
+            best, best_score = room, score
+    return best
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Folder rooms (projects mode)
+# ---------------------------------------------------------------------------------------------------------
+
+# Folder name (or a short path of folder names) -> room. Matching is case-insensitive on whole path
+# segments; a name like "web-ui" also matches through its parts ("web", "ui").
+FOLDER_ROOMS: dict[str, str] = {
+    # frontend
+    "frontend": "frontend", "front-end": "frontend", "client": "frontend", "ui": "frontend", "web": "frontend",
+    "webapp": "frontend", "components": "frontend", "src/components": "frontend", "pages": "frontend",
+    "views": "frontend", "templates": "frontend", "static": "frontend", "public": "frontend",
+    "styles": "frontend", "css": "frontend", "scss": "frontend", "layouts": "frontend", "widgets": "frontend",
+    "assets": "frontend",
+    # backend
+    "backend": "backend", "back-end": "backend", "server": "backend", "api": "backend", "services": "backend",
+    "handlers": "backend", "controllers": "backend", "routes": "backend", "models": "backend",
+    "middleware": "backend", "migrations": "backend", "graphql": "backend", "rpc": "backend",
+    "workers": "backend", "src/server": "backend", "src/api": "backend",
+    # documentation
+    "docs": "documentation", "doc": "documentation", "documentation": "documentation", "wiki": "documentation",
+    "guides": "documentation", "guide": "documentation", "manual": "documentation", "handbook": "documentation",
+    "adr": "documentation", "adrs": "documentation", "rfc": "documentation", "rfcs": "documentation",
+    "tutorials": "documentation",
+    # testing
+    "tests": "testing", "test": "testing", "testing": "testing", "spec": "testing", "specs": "testing",
+    "__tests__": "testing", "e2e": "testing", "qa": "testing", "fixtures": "testing", "cypress": "testing",
+    "playwright": "testing", "bench": "testing", "benchmarks": "testing", "tests/unit": "testing",
+    "tests/integration": "testing",
+    # planning
+    "planning": "planning", "roadmap": "planning", "strategy": "planning", "plans": "planning",
+    "milestones": "planning", "backlog": "planning", "okrs": "planning", "proposals": "planning",
+    # configuration
+    "config": "configuration", "configs": "configuration", "configuration": "configuration",
+    "settings": "configuration", "conf": "configuration", ".github": "configuration",
+    ".github/workflows": "configuration", ".circleci": "configuration", ".gitlab": "configuration",
+    ".devcontainer": "configuration", ".husky": "configuration",
+    # scripts
+    "scripts": "scripts", "bin": "scripts", "tools": "scripts", "utils": "scripts", "util": "scripts",
+    "tooling": "scripts", "tasks": "scripts", "hack": "scripts", "devtools": "scripts",
+    # design
+    "design": "design", "designs": "design", "figma": "design", "mockups": "design", "wireframes": "design",
+    "sketches": "design", "ux": "design", "branding": "design", "icons": "design",
+    # meetings
+    "meetings": "meetings", "meeting-notes": "meetings", "minutes": "meetings", "standup": "meetings",
+    "standups": "meetings", "retro": "meetings", "retros": "meetings", "retrospectives": "meetings",
+    "agendas": "meetings", "1on1": "meetings", "one-on-ones": "meetings",
+    # costs
+    "costs": "costs", "budget": "costs", "budgets": "costs", "invoices": "costs", "pricing": "costs",
+    "billing": "costs", "finance": "costs", "expenses": "costs",
+    # infrastructure
+    "infra": "infrastructure", "infrastructure": "infrastructure", "terraform": "infrastructure",
+    "k8s": "infrastructure", "kubernetes": "infrastructure", "helm": "infrastructure",
+    "charts": "infrastructure", "deploy": "infrastructure", "deployment": "infrastructure",
+    "deployments": "infrastructure", "ansible": "infrastructure", "docker": "infrastructure",
+    "ops": "infrastructure", "devops": "infrastructure", "pulumi": "infrastructure",
+    "cloudformation": "infrastructure", "nginx": "infrastructure",
+    # data
+    "data": "data", "datasets": "data", "dataset": "data", "db": "data", "sql": "data", "seeds": "data",
+    "dumps": "data", "etl": "data", "pipelines": "data", "schemas": "data",
+    # research
+    "research": "research", "notebooks": "research", "experiments": "research", "papers": "research",
+    "analysis": "research", "literature": "research", "prototypes": "research", "spikes": "research",
+    "poc": "research", "explorations": "research",
+}
+
+_NAME_PARTS = re.compile(r"[-_. ]+")
+
+
+def _normalise_table(table: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    out: dict[tuple[str, ...], str] = {}
+    for pattern, room in table.items():
+        parts = tuple(p for p in pattern.replace("\\", "/").lower().split("/") if p)
+        if parts:
+            out[parts] = room
+    return out
+
+
+_DEFAULT_FOLDERS = _normalise_table(FOLDER_ROOMS)
+
+
+def room_for_path(rel_path: str, table: Mapping[str, str] | None = None) -> str:
+    """The room of the file at ``rel_path`` (relative to the repository root; the last segment is the file
+    name and is not a folder). The deepest folder that matches wins; at one depth a multi-folder pattern
+    ("src/components") beats a single name, and an exact name beats a match through its parts
+    ("web-ui" -> "ui"). No match: "general"."""
+    folders = _DEFAULT_FOLDERS if table is None else _normalise_table(table)
+    longest = max((len(k) for k in folders), default=1)
+    parts = [p for p in rel_path.replace("\\", "/").lower().split("/") if p and p != "."][:-1]
+    for depth in range(len(parts) - 1, -1, -1):
+        for n in range(min(longest, depth + 1), 0, -1):
+            room = folders.get(tuple(parts[depth - n + 1 : depth + 1]))
+            if room is not None:
+                return room
+        for token in _NAME_PARTS.split(parts[depth]):
+            room = folders.get((token,)) if token else None
+            if room is not None:
+                return room
+    return "general"
