@@ -83,6 +83,7 @@ class EdgeStore:
         self.path = path
         self.location = f"edge:{path}"
         self.dim = dim
+        self._closed = False
         path.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
@@ -215,6 +216,9 @@ class EdgeStore:
         self._shard.flush()
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._shard.flush()
         finally:

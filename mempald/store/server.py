@@ -1,0 +1,590 @@
+"""A Qdrant server or cluster through qdrant-client: the scale-out store, chosen by ``store.url``.
+
+``store.url`` selects the client mode:
+
+- ``http://host:6333`` or ``https://...``: a real server (REST). The API key comes from the environment
+  variable named by ``store.api_key_env`` or from ``store.api_key_file``; it is never logged and never appears
+  in ``repr``, ``location`` or error messages.
+- ``:memory:`` or ``path:/some/dir``: qdrant-client's in-process mode, which speaks the same API. It is meant
+  for tests and small setups (it is slow above ~20k points and warns there; the embedded default is Qdrant Edge).
+
+Schema: the same as the embedded store (named vectors ``dense``, cosine, and ``sparse`` with the IDF modifier;
+the same payload), plus payload indexes on every filter field. ``machine`` is indexed as a tenant key: several
+daemons can share one collection, every point carries ``machine`` and ``user``, and ``Filters.machine`` scopes a
+search to one machine (or, left empty, spans all).
+
+Store metadata (the model that filled the collection, its dimension) lives in a small side collection
+``<collection>_meta`` holding one point, so counts, scrolls and searches of the main collection never see it.
+
+Every call is blocking (the daemon runs the store in one worker thread). Transient failures (connection refused
+or reset, timeouts, HTTP 5xx and 429) are retried with exponential backoff inside each call, up to ``attempts``
+times; then a ``StoreError`` says what failed and where. Writes wait for the server to apply them
+(``wait=True``) so the ingest cursor only advances after the write is durable; every write is idempotent
+(same ids, same vectors), so a retried write is safe.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+from qdrant_client import QdrantClient, models
+from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from mempald import logs
+from mempald.store.base import (
+    BOOL_FIELDS,
+    DELETED,
+    DENSE,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    SPARSE,
+    Filters,
+    Hit,
+    PointData,
+    SparseVec,
+    StoredPoint,
+    StoreError,
+)
+
+if TYPE_CHECKING:
+    from mempald.config import Settings, StoreSettings
+
+log = logs.get("mempald.store.server")
+
+T = TypeVar("T")
+
+META_SUFFIX = "_meta"
+META_ID = "6d656d70-616c-4d65-9461-000000000001"  # fixed UUID of the one point in <collection>_meta
+TENANT_FIELD = "machine"
+RRF_K = 60  # the same k as the embedded store's fusion
+MAX_RETRY_AFTER_S = 10.0
+
+# qdrant-client's local mode accepts payload indexes but ignores them, and says so with this warning.
+_LOCAL_INDEX_WARNING = "Payload indexes have no effect in the local Qdrant"
+# qdrant-client warns when an API key goes over plain http; we log our own line instead (see _open_client).
+_INSECURE_KEY_WARNING = "Api key is used with an insecure connection"
+
+
+# url parsing -----------------------------------------------------------------------------------------------
+def parse_url(url: str) -> tuple[str, str]:
+    """Split ``store.url`` into a mode and its argument: ``("remote", url)``, ``("memory", "")`` or
+    ``("path", "/dir")``. Credentials inside the URL are refused (they would end up in logs)."""
+    url = url.strip()
+    if url == ":memory:":
+        return "memory", ""
+    if url.startswith("path:"):
+        path = url[len("path:"):]
+        if not path:
+            raise StoreError("store.url: `path:` needs a folder, for example path:/var/lib/mempal/qdrant")
+        return "path", str(Path(path).expanduser())
+    if url.startswith(("http://", "https://")):
+        parts = urlsplit(url)
+        if not parts.hostname:
+            raise StoreError("store.url: no host in the server URL (expected http(s)://host:6333)")
+        if parts.username or parts.password:
+            raise StoreError(
+                "store.url: credentials in the URL are not accepted; put the API key in the environment variable "
+                "named by store.api_key_env or in store.api_key_file"
+            )
+        if parts.query or parts.fragment:
+            raise StoreError("store.url: a server URL takes no query string or fragment")
+        return "remote", url.rstrip("/")
+    raise StoreError("store.url: expected http(s)://host:port, path:/dir or :memory:")
+
+
+def read_api_key(settings: StoreSettings, env: Mapping[str, str] | None = None) -> str | None:
+    """The API key from the environment variable named by ``api_key_env`` (first) or ``api_key_file``.
+
+    Errors name the variable or the file, never the key.
+    """
+    env = os.environ if env is None else env
+    if settings.api_key_env:
+        value = env.get(settings.api_key_env, "").strip()
+        if value:
+            return value
+    if not settings.api_key_file:
+        return None
+    path = Path(settings.api_key_file).expanduser()
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise StoreError(f"store.api_key_file: cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+    except UnicodeDecodeError:
+        raise StoreError(f"store.api_key_file: {path} is not a UTF-8 text file") from None
+    if not value:
+        raise StoreError(f"store.api_key_file: {path} is empty")
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        log.warning("store.api_key_file_open", path=str(path), hint=f"chmod 600 {path}")
+    return value
+
+
+# errors ------------------------------------------------------------------------------------------------------
+def _transient(exc: BaseException) -> bool:
+    """Worth retrying: the server was unreachable, slow, overloaded or restarting."""
+    if isinstance(exc, ResourceExhaustedResponse):
+        return True
+    if isinstance(exc, UnexpectedResponse):
+        code = exc.status_code or 0
+        return code == 429 or code >= 500
+    if isinstance(exc, ResponseHandlingException):
+        return isinstance(exc.source, (httpx.TransportError, OSError))
+    return isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError))
+
+
+def _describe(exc: BaseException) -> str:
+    """A short, readable cause: 'connection refused', 'timed out', 'HTTP 503 (Service Unavailable)'..."""
+    if isinstance(exc, ResponseHandlingException):
+        exc = exc.source
+    if isinstance(exc, UnexpectedResponse):
+        detail = ""
+        try:
+            body = exc.structured()
+            detail = str(body.get("status", {}).get("error", "")) if isinstance(body, dict) else ""
+        except Exception:
+            detail = ""
+        head = f"HTTP {exc.status_code} ({exc.reason_phrase})"
+        return f"{head}: {detail}" if detail else head
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, KeyError):  # local mode's answer to an unknown point id
+        return f"no point with id {exc.args[0] if exc.args else '?'}"
+    if isinstance(exc, httpx.ConnectError):
+        text = str(exc)
+        return "connection refused" if "refused" in text.lower() else f"cannot connect ({text})"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# filters and conversions ------------------------------------------------------------------------------------
+def build_filter(f: Filters) -> models.Filter | None:
+    """The same conditions as the embedded store's ``build_filter``, in qdrant-client's models."""
+    must: list[models.Condition] = []
+    must_not: list[models.Condition] = []
+    for key, values in f.keyword_conditions():
+        match: models.MatchValue | models.MatchAny = (
+            models.MatchValue(value=values[0]) if len(values) == 1 else models.MatchAny(any=list(values))
+        )
+        must.append(models.FieldCondition(key=key, match=match))
+    if f.since is not None or f.until is not None:
+        must.append(models.FieldCondition(key="ts", range=models.Range(gte=f.since, lte=f.until)))
+    if f.position_min is not None or f.position_max is not None:
+        must.append(models.FieldCondition(key="position", range=models.Range(gte=f.position_min, lte=f.position_max)))
+    if f.min_importance is not None:
+        must.append(models.FieldCondition(key="importance", range=models.Range(gte=f.min_importance)))
+    # Soft delete is the keyword ``status`` (see base.py), the same condition as the embedded store.
+    deleted = models.FieldCondition(key="status", match=models.MatchValue(value=DELETED))
+    if f.only_deleted:
+        must.append(deleted)
+    elif not f.include_deleted:
+        must_not.append(deleted)
+    if f.missing_dense:
+        must_not.append(models.HasVectorCondition(has_vector=DENSE))
+    if f.ids:
+        must.append(models.HasIdCondition(has_id=list(f.ids)))
+    if not must and not must_not:
+        return None
+    return models.Filter(must=must or None, must_not=must_not or None)
+
+
+def _sparse(v: SparseVec) -> models.SparseVector:
+    return models.SparseVector(indices=list(v.indices), values=[float(x) for x in v.values])
+
+
+def _dense(v: Sequence[float]) -> list[float]:
+    return [float(x) for x in v]
+
+
+def _to_stored(rec: models.Record, with_vectors: bool) -> StoredPoint:
+    dense: list[float] | None = None
+    sparse: SparseVec | None = None
+    if with_vectors and isinstance(rec.vector, dict):
+        d = rec.vector.get(DENSE)
+        if isinstance(d, list) and (not d or not isinstance(d[0], list)):
+            dense = [float(x) for x in d]  # type: ignore[arg-type]
+        s = rec.vector.get(SPARSE)
+        if isinstance(s, models.SparseVector):
+            sparse = SparseVec(tuple(int(i) for i in s.indices), tuple(float(x) for x in s.values))
+    return StoredPoint(str(rec.id), dict(rec.payload or {}), dense, sparse)
+
+
+def _hits(points: Sequence[models.ScoredPoint]) -> list[Hit]:
+    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+
+# the store ---------------------------------------------------------------------------------------------------
+class ServerStore:
+    """The ``Store`` protocol over qdrant-client. See the module docstring for the choices made."""
+
+    def __init__(
+        self,
+        url: str,
+        dim: int,
+        *,
+        collection: str = "mempal",
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        shard_number: int = 0,
+        replication_factor: int = 0,
+        attempts: int = 3,
+        backoff_s: float = 0.25,
+    ) -> None:
+        mode, arg = parse_url(url)
+        if not collection:
+            raise StoreError("store.collection: must not be empty")
+        self.dim = dim
+        self.collection = collection
+        self.meta_collection = collection + META_SUFFIX
+        self.mode = mode
+        self.local = mode != "remote"
+        shown = {"remote": arg, "memory": ":memory:", "path": f"path:{arg}"}[mode]
+        self.location = f"server:{shown}/{collection}"
+        self._secret = api_key or None
+        self._attempts = max(1, attempts)
+        self._backoff_s = backoff_s
+        self._timeout = max(1, math.ceil(timeout_s))
+        self._shard_number = shard_number
+        self._replication_factor = replication_factor
+        self._closed = False
+        self._client = self._open_client(mode, arg)
+        try:
+            self._ensure_collection()
+            self._ensure_meta_collection()
+        except BaseException:
+            self._client.close()
+            raise
+        log.debug("store.opened", location=self.location)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, dim: int) -> ServerStore:
+        s = settings.store
+        mode, _ = parse_url(s.url)
+        key = read_api_key(s) if mode == "remote" else None
+        return cls(s.url, dim, collection=s.collection, api_key=key, timeout_s=s.timeout_s,
+                   shard_number=s.shard_number, replication_factor=s.replication_factor)
+
+    def __repr__(self) -> str:
+        return f"ServerStore({self.location!r})"
+
+    # plumbing ----------------------------------------------------------------------------------------------
+    def _open_client(self, mode: str, arg: str) -> QdrantClient:
+        try:
+            if mode == "memory":
+                return QdrantClient(location=":memory:")
+            if mode == "path":
+                Path(arg).mkdir(parents=True, exist_ok=True)
+                self._check_folder_free(Path(arg))
+                return QdrantClient(path=arg)
+            host = urlsplit(arg).hostname or ""
+            if self._secret and arg.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
+                log.warning("store.insecure_api_key", location=self.location,
+                            hint="the API key is sent over plain http: use an https:// store.url")
+            with warnings.catch_warnings():
+                # Replaced by the log line above (which also spares loopback hosts).
+                warnings.filterwarnings("ignore", message=_INSECURE_KEY_WARNING, category=UserWarning)
+                # check_compatibility=False: the version probe runs in a thread and reports by warning, which
+                # we could neither catch nor log; the first real call reports an unreachable server instead.
+                return QdrantClient(url=arg, api_key=self._secret, timeout=self._timeout, check_compatibility=False)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(self._scrub(f"cannot open {self.location}: {_describe(exc)}")) from None
+
+    def _check_folder_free(self, folder: Path) -> None:
+        """Refuse a ``path:`` folder another client holds, before qdrant-client tries: on that failure it
+        leaks the lock file handle (and the collections it already loaded)."""
+        import portalocker  # a qdrant-client dependency; it probes writable dirs on import, so import it late
+
+        lock = folder / ".lock"
+        if not lock.exists():
+            return
+        with lock.open("r+") as fh:
+            try:
+                portalocker.lock(fh, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+            except portalocker.exceptions.LockException:
+                raise StoreError(
+                    f"cannot open {self.location}: the folder is in use by another process or store (a running "
+                    "daemon?). A path: store has one user at a time; use a Qdrant server to share a collection"
+                ) from None
+            portalocker.unlock(fh)
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one client call, retrying transient failures with exponential backoff, then ``StoreError``."""
+        if self._closed:
+            raise StoreError(f"{what}: the store at {self.location} is closed")
+        delay = self._backoff_s
+        for attempt in range(1, self._attempts + 1):
+            try:
+                return fn()
+            except Exception as exc:
+                transient = _transient(exc)
+                if not transient or attempt == self._attempts:
+                    raise StoreError(self._scrub(self._message(what, exc, attempt, transient))) from None
+                wait = delay
+                if isinstance(exc, ResourceExhaustedResponse):
+                    wait = max(delay, min(float(exc.retry_after_s), MAX_RETRY_AFTER_S))
+                log.info("store.retry", what=what, location=self.location, attempt=attempt,
+                         error=self._scrub(_describe(exc)), wait_s=round(wait, 2))
+                time.sleep(wait)
+                delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _message(self, what: str, exc: BaseException, attempts: int, transient: bool) -> str:
+        cause = _describe(exc)
+        if not transient:
+            return f"{what} failed on {self.location}: {cause}"
+        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+        return (f"cannot reach the Qdrant server for {self.location} ({cause}, {tries}): "
+                "check that the server is running and that store.url is right")
+
+    def _ensure_collection(self) -> None:
+        name = self.collection
+        if not self._call("check the collection", lambda: self._client.collection_exists(name)):
+            try:
+                self._call("create the collection", self._create_collection)
+                log.info("store.collection_created", location=self.location, dim=self.dim)
+            except StoreError:
+                # Another daemon sharing the server may have created it first: that is fine.
+                if not self._call("check the collection", lambda: self._client.collection_exists(name)):
+                    raise
+        info = self._call("read the collection", lambda: self._client.get_collection(name))
+        self._check_schema(info)
+        self._ensure_indexes(set(info.payload_schema or {}))
+
+    def _create_collection(self) -> bool:
+        return self._client.create_collection(
+            self.collection,
+            vectors_config={DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            # 0 lets the server choose: one shard per node, one copy. A cluster user sets both in config.
+            shard_number=self._shard_number if self._shard_number > 0 else None,
+            replication_factor=self._replication_factor if self._replication_factor > 0 else None,
+            # Drawers hold verbatim exchanges: keep payloads on disk, indexed fields stay in memory.
+            on_disk_payload=True,
+            timeout=self._timeout,
+        )
+
+    def _check_schema(self, info: models.CollectionInfo) -> None:
+        vectors = info.config.params.vectors
+        dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        sparse = (info.config.params.sparse_vectors or {}).get(SPARSE)
+        if dense is None or sparse is None:
+            raise StoreError(
+                f"the collection at {self.location} is not a mempal collection (it needs named vectors "
+                f"'{DENSE}' and '{SPARSE}'): set store.collection to another name"
+            )
+        if dense.size != self.dim:
+            raise StoreError(
+                f"the collection at {self.location} holds {dense.size}-d vectors but the model makes {self.dim}-d "
+                "ones: run `mempal reindex` (or set store.collection to a new name)"
+            )
+        if sparse.modifier != models.Modifier.IDF:
+            raise StoreError(f"the collection at {self.location} has sparse vectors without the IDF modifier: "
+                             "set store.collection to a new name and run `mempal migrate`")
+
+    def _ensure_indexes(self, existing: set[str]) -> None:
+        wanted: list[tuple[str, models.PayloadSchemaType | models.KeywordIndexParams]] = []
+        for name in KEYWORD_FIELDS:
+            schema: models.PayloadSchemaType | models.KeywordIndexParams = models.PayloadSchemaType.KEYWORD
+            if name == TENANT_FIELD:
+                # Tenant-aware storage: points of one machine are kept together; queries spanning every
+                # machine still work.
+                schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+            wanted.append((name, schema))
+        wanted += [(name, models.PayloadSchemaType.FLOAT) for name in FLOAT_FIELDS]
+        wanted += [(name, models.PayloadSchemaType.BOOL) for name in BOOL_FIELDS]
+        for name, schema in wanted:
+            if name in existing:
+                continue
+
+            def create(name: str = name, schema: Any = schema) -> Any:
+                with warnings.catch_warnings():
+                    # Local mode (":memory:", "path:") ignores payload indexes and warns on each one;
+                    # the call is still made so both modes run the same code.
+                    warnings.filterwarnings("ignore", message=_LOCAL_INDEX_WARNING, category=UserWarning)
+                    return self._client.create_payload_index(self.collection, name, field_schema=schema, wait=True,
+                                                             timeout=self._timeout)
+
+            self._call(f"index the payload field {name!r}", create)
+
+    def _ensure_meta_collection(self) -> None:
+        name = self.meta_collection
+        if self._call("check the meta collection", lambda: self._client.collection_exists(name)):
+            return
+        try:
+            self._call("create the meta collection",
+                       lambda: self._client.create_collection(name, vectors_config={}, timeout=self._timeout))
+        except StoreError:
+            if not self._call("check the meta collection", lambda: self._client.collection_exists(name)):
+                raise
+
+    # writes ------------------------------------------------------------------------------------------------
+    def upsert(self, points: Sequence[PointData]) -> None:
+        if not points:
+            return
+        structs = []
+        for p in points:
+            vec: dict[str, Any] = {SPARSE: _sparse(p.sparse)}
+            if p.dense is not None:
+                vec[DENSE] = _dense(p.dense)
+            structs.append(models.PointStruct(id=p.id, vector=vec, payload=dict(p.payload)))
+        self._call("upsert", lambda: self._client.upsert(self.collection, points=structs, wait=True,
+                                                          timeout=self._timeout))
+
+    def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
+        if not vectors:
+            return
+        pv = [models.PointVectors(id=pid, vector={DENSE: _dense(v)}) for pid, v in vectors]
+        self._call("set dense vectors", lambda: self._client.update_vectors(self.collection, points=pv, wait=True,
+                                                                             timeout=self._timeout))
+
+    def clear_dense(self, ids: Sequence[str]) -> None:
+        """Drop the dense vector of these points (they stay keyword-searchable until re-embedded)."""
+        if not ids:
+            return
+        sel: list[models.ExtendedPointId] = list(ids)
+        self._call("clear dense vectors", lambda: self._client.delete_vectors(
+            self.collection, vectors=[DENSE], points=sel, wait=True, timeout=self._timeout))
+
+    def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        if not ids:
+            return
+        sel: list[models.ExtendedPointId] = list(ids)
+        self._call("set payload", lambda: self._client.set_payload(self.collection, payload=dict(payload),
+                                                                    points=sel, wait=True, timeout=self._timeout))
+
+    def delete(self, filters: Filters) -> None:
+        flt = build_filter(filters)
+        if flt is None:
+            raise StoreError("refusing to delete without a filter")
+        sel = models.FilterSelector(filter=flt)
+        self._call("delete", lambda: self._client.delete(self.collection, points_selector=sel, wait=True,
+                                                          timeout=self._timeout))
+
+    # reads -------------------------------------------------------------------------------------------------
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
+        if not ids:
+            return []
+        id_list: list[models.ExtendedPointId] = list(ids)
+        recs = self._call("retrieve", lambda: self._client.retrieve(
+            self.collection, ids=id_list, with_payload=True, with_vectors=with_vectors, timeout=self._timeout))
+        return [_to_stored(r, with_vectors) for r in recs]
+
+    def query(
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+    ) -> tuple[list[Hit], list[Hit]]:
+        """Both candidate lists in one round trip (a batch of two queries); the caller fuses them."""
+        flt = build_filter(filters)
+        reqs: list[models.QueryRequest] = []
+        if dense is not None:
+            reqs.append(models.QueryRequest(query=_dense(dense), using=DENSE, filter=flt, limit=limit,
+                                            with_payload=True))
+        if sparse is not None and sparse.indices:
+            reqs.append(models.QueryRequest(query=_sparse(sparse), using=SPARSE, filter=flt, limit=limit,
+                                            with_payload=True))
+        if not reqs:
+            return [], []
+        results = self._call("search", lambda: self._client.query_batch_points(self.collection, requests=reqs,
+                                                                               timeout=self._timeout))
+        lists = [_hits(r.points) for r in results]
+        dense_hits = lists.pop(0) if dense is not None else []
+        sparse_hits = lists.pop(0) if lists else []
+        return dense_hits, sparse_hits
+
+    def query_fused(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVec | None,
+        filters: Filters,
+        limit: int,
+        *,
+        candidates: int | None = None,
+        k: int = RRF_K,
+    ) -> list[Hit]:
+        """Hybrid search fused on the server: a dense and a sparse prefetch, then Reciprocal Rank Fusion.
+
+        ``candidates`` is how many each prefetch keeps (default: ``max(limit, 100)``). Scores are RRF scores.
+        With only one of the two vectors this is a plain query on that one.
+        """
+        flt = build_filter(filters)
+        cand = max(limit, candidates if candidates is not None else 100)
+        prefetch: list[models.Prefetch] = []
+        if dense is not None:
+            prefetch.append(models.Prefetch(query=_dense(dense), using=DENSE, filter=flt, limit=cand))
+        if sparse is not None and sparse.indices:
+            prefetch.append(models.Prefetch(query=_sparse(sparse), using=SPARSE, filter=flt, limit=cand))
+        if not prefetch:
+            return []
+        if len(prefetch) == 1:
+            only = prefetch[0]
+            resp = self._call("search", lambda: self._client.query_points(
+                self.collection, query=only.query, using=only.using, query_filter=flt, limit=limit,
+                with_payload=True, timeout=self._timeout))
+        else:
+            fusion = models.RrfQuery(rrf=models.Rrf(k=k))
+            resp = self._call("search", lambda: self._client.query_points(
+                self.collection, prefetch=prefetch, query=fusion, query_filter=flt, limit=limit, with_payload=True,
+                timeout=self._timeout))
+        return _hits(resp.points)
+
+    def scroll(
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+    ) -> tuple[list[StoredPoint], str | None]:
+        flt = build_filter(filters)
+        recs, nxt = self._call("scroll", lambda: self._client.scroll(
+            self.collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True,
+            with_vectors=with_vectors, timeout=self._timeout))
+        return [_to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
+
+    def count(self, filters: Filters) -> int:
+        flt = build_filter(filters)
+        res = self._call("count", lambda: self._client.count(self.collection, count_filter=flt, exact=True,
+                                                              timeout=self._timeout))
+        return int(res.count)
+
+    def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]:
+        flt = build_filter(filters)
+        resp = self._call("facet", lambda: self._client.facet(self.collection, key, facet_filter=flt, limit=limit,
+                                                              exact=True, timeout=self._timeout))
+        return {str(h.value): int(h.count) for h in resp.hits}
+
+    def points(self) -> int:
+        """Every point, soft-deleted ones included (the meta point lives elsewhere)."""
+        return self.count(Filters(include_deleted=True))
+
+    # meta --------------------------------------------------------------------------------------------------
+    def get_meta(self) -> dict[str, Any]:
+        recs = self._call("read store metadata", lambda: self._client.retrieve(
+            self.meta_collection, ids=[META_ID], with_payload=True, with_vectors=False, timeout=self._timeout))
+        return dict(recs[0].payload or {}) if recs else {}
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        point = models.PointStruct(id=META_ID, vector={}, payload=dict(meta))
+        self._call("write store metadata", lambda: self._client.upsert(self.meta_collection, points=[point],
+                                                                        wait=True, timeout=self._timeout))
+
+    # lifecycle ---------------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Nothing to do: every write waited for the server to apply it."""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client.close()
+        except Exception as exc:
+            log.warning("store.close_failed", location=self.location, error=self._scrub(_describe(exc)))
