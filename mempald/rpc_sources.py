@@ -175,3 +175,24 @@ METHODS: dict[str, Handler] = {
     "mine": mine,
     "init": init,
 }
+
+
+async def migrate_store(p: Palace, params: Params) -> Any:
+    """Copy the daemon's palace to another store (``to``: a server URL, ``path:/dir`` or an embedded store
+    folder), in batches, resumable from a checkpoint in the data dir, verified at the end."""
+    import dataclasses
+
+    from mempald.config import data_dir
+    from mempald.migrate import migrate, open_location
+
+    to = params.text("to", required=True)
+    dst = await anyio.to_thread.run_sync(open_location, to, p.settings, p.embedder.dim)
+    checkpoint = data_dir() / "migrate-checkpoint.json"
+    try:
+        report = await p.runner.run(lambda: migrate(p.runner.store, dst, checkpoint=checkpoint))
+    finally:
+        await anyio.to_thread.run_sync(dst.close)
+    return dataclasses.asdict(report) | {"ok": report.ok}
+
+
+METHODS["migrate"] = migrate_store

@@ -99,3 +99,19 @@ def test_bad_requests_get_clear_errors(daemon: Daemon) -> None:
             daemon.call(method, params)
         assert err.value.code == code, (method, params, err.value.message)
     assert daemon.call("ping") == {"pong": True}
+
+
+@pytest.mark.timeout(180)
+def test_migrate_to_a_server_collection_and_back(daemon: Daemon, tmp_path: Path) -> None:
+    daemon.start()
+    for i in range(5):
+        daemon.call("ingest", {"text": f"Fact number {i}: the ferry leaves at {i + 7} o'clock.", "wing": "travel"})
+    target = f"path:{tmp_path / 'qdrant'}"
+    out = cli(daemon, "migrate", "--to", target, "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert '"copied": 5' in out.stdout and '"ok": true' in out.stdout
+    assert daemon.stop() == 0
+    back = tmp_path / "edge-copy"
+    out = cli(daemon, "migrate", "--from", target, "--to", str(back), "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert '"copied": 5' in out.stdout
