@@ -86,12 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_args(p)
     p.set_defaults(func=cmd_search)
 
-    from client import cli_admin, cli_migrate, cli_pack, cli_palace, cli_sources
+    from client import cli_admin, cli_migrate, cli_pack, cli_palace, cli_sources, cowork_cli, install, mcp_shim
 
     cli_sources.register(sub)
     cli_palace.register(sub)
     cli_pack.register(sub)
     cli_migrate.register(sub)
+    cowork_cli.register(sub)
+    install.register(sub)
+    mcp_shim.register(sub)
     cli_admin.register(sub)
     return parser
 

@@ -1,0 +1,198 @@
+"""install-hooks / uninstall-hooks / install-mcp: correct, idempotent, non-destructive, reversible."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client import install
+from tests.conftest import REPO
+
+EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+THEIRS: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def mempal(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    code = ("import argparse, sys\n"
+            "from client import install, cowork_cli, mcp_shim\n"
+            "p = argparse.ArgumentParser(prog='mempal'); p.add_argument('--timeout', type=float, default=30)\n"
+            "sub = p.add_subparsers(dest='command', required=True)\n"
+            "for m in (install, cowork_cli, mcp_shim): m.register(sub)\n"
+            "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          cwd=cwd or REPO, timeout=60)
+
+
+def ours(settings: dict[str, Any]) -> list[str]:
+    return [h["command"] for groups in settings.get("hooks", {}).values() for g in groups for h in g["hooks"]
+            if install.is_ours(h)]
+
+
+def ns(**kw: Any) -> argparse.Namespace:
+    base = {"scope": "user", "codex": False, "dry_run": False}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_dry_run_prints_a_correct_settings_json(home: Path) -> None:
+    out = mempal("install-hooks", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    settings = json.loads(out.stdout)
+    assert set(settings["hooks"]) == EVENTS
+    for event, groups in settings["hooks"].items():
+        assert len(groups) == 1
+        (handler,) = groups[0]["hooks"]
+        assert handler["type"] == "command"
+        assert isinstance(handler["timeout"], int) and 0 < handler["timeout"] <= 120
+        assert install.is_ours(handler)
+        verb = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop",
+                "PreCompact": "precompact"}[event]
+        assert handler["command"].endswith(f" {verb}")
+    assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
+    assert settings["hooks"]["PreCompact"][0]["matcher"] == "manual|auto"
+    assert "UserPromptSubmit" in out.stdout and not (home / ".claude" / "settings.json").exists()
+
+
+def test_installed_commands_run(home: Path) -> None:
+    """The command written into settings.json actually starts the hook (and fails open: no daemon)."""
+    install.cmd_install_hooks(ns())
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run(cmd, shell=True, input='{"prompt": "hello there world", "cwd": "/tmp"}', text=True,
+                         capture_output=True, env=env, timeout=30)
+    assert res.returncode == 0 and res.stdout == ""
+
+
+def test_install_merges_idempotently_with_a_backup(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(THEIRS, indent=4))
+    original = path.read_text()
+
+    assert install.cmd_install_hooks(ns()) == 0
+    merged = json.loads(path.read_text())
+    backups = sorted(path.parent.glob("settings.json.bak-*"))
+    assert len(backups) == 1 and backups[0].read_text() == original
+    # theirs untouched
+    assert merged["permissions"] == THEIRS["permissions"]
+    assert merged["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
+    assert merged["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
+    assert len(ours(merged)) == 4
+
+    # re-running changes nothing: same bytes, no new backup
+    after_first = path.read_text()
+    assert install.cmd_install_hooks(ns()) == 0
+    assert path.read_text() == after_first
+    assert len(list(path.parent.glob("settings.json.bak-*"))) == 1
+
+
+def test_reinstall_replaces_a_stale_entry_in_place(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stale = {"hooks": {"UserPromptSubmit": [
+        {"hooks": [{"type": "command", "command": "/old/venv/bin/mempal-hook prompt", "timeout": 3},
+                   {"type": "command", "command": "their-prompt-hook"}]}]}}
+    path.write_text(json.dumps(stale))
+    install.cmd_install_hooks(ns())
+    merged = json.loads(path.read_text())
+    groups = merged["hooks"]["UserPromptSubmit"]
+    assert groups[0]["hooks"] == [{"type": "command", "command": "their-prompt-hook"}]
+    assert len([c for c in ours(merged) if "/old/venv" in c]) == 0
+    assert len(ours(merged)) == 4
+
+
+def test_uninstall_removes_exactly_what_install_added(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(THEIRS))
+    install.cmd_install_hooks(ns())
+    assert install.cmd_uninstall_hooks(ns()) == 0
+    assert json.loads(path.read_text()) == THEIRS
+    # a second uninstall is a no-op
+    before = path.read_text()
+    install.cmd_uninstall_hooks(ns())
+    assert path.read_text() == before
+
+    # on a file that had nothing else, uninstall leaves an empty object (not a broken file)
+    path.write_text("{}")
+    install.cmd_install_hooks(ns())
+    install.cmd_uninstall_hooks(ns())
+    assert json.loads(path.read_text()) == {}
+
+
+def test_project_scope_and_invalid_json_is_left_alone(home: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    monkeypatch.chdir(proj)
+    assert install.cmd_install_hooks(ns(scope="project")) == 0
+    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 4
+    assert not (home / ".claude" / "settings.json").exists()
+
+    bad = home / ".claude" / "settings.json"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text("{ not json")
+    assert install.cmd_install_hooks(ns()) == 1
+    assert bad.read_text() == "{ not json"
+    assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_codex_hooks_file_and_feature_flag_warning(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert install.cmd_install_hooks(ns(codex=True)) == 0
+    err = capsys.readouterr().err
+    assert "codex_hooks = true" in err and "codex features enable codex_hooks" in err
+    hooks = json.loads((home / ".codex" / "hooks.json").read_text())
+    assert set(hooks["hooks"]) == EVENTS
+    assert all(c.endswith("--agent codex") for c in ours(hooks))
+    assert all(h.get("timeout") for gs in hooks["hooks"].values() for g in gs for h in g["hooks"])
+
+    config = home / ".codex" / "config.toml"
+    config.write_text('model = "gpt-5"\n[features]\ncodex_hooks = true\n')
+    install.cmd_install_hooks(ns(codex=True))
+    assert "warning" not in capsys.readouterr().err
+    config.write_text("[features]\nhooks = false\n")
+    install.cmd_install_hooks(ns(codex=True))
+    assert "turned off" in capsys.readouterr().err
+
+    install.cmd_uninstall_hooks(ns(codex=True))
+    assert ours(json.loads((home / ".codex" / "hooks.json").read_text())) == []
+
+
+def test_install_mcp_for_claude_code_and_codex(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "npx", "args": ["x"]}}}))
+    monkeypatch.chdir(proj)
+    codex_cfg = home / ".codex" / "config.toml"
+    codex_cfg.parent.mkdir(parents=True, exist_ok=True)
+    codex_cfg.write_text('model = "gpt-5"\n')
+    assert install.cmd_install_mcp(ns(scope="project", codex=True)) == 0
+    cfg = json.loads((proj / ".mcp.json").read_text())
+    assert cfg["mcpServers"]["other"] == {"command": "npx", "args": ["x"]}
+    server = cfg["mcpServers"]["mempal"]
+    assert server["type"] == "stdio" and ("mempal-mcp" in server["command"] or "client.mcp_shim" in server["args"])
+    import tomllib
+
+    codex = tomllib.loads(codex_cfg.read_text())
+    assert codex["model"] == "gpt-5" and codex["mcp_servers"]["mempal"]["command"] == server["command"]
+    text = codex_cfg.read_text()
+    install.cmd_install_mcp(ns(scope="project", codex=True))  # idempotent
+    assert codex_cfg.read_text() == text
+    assert install.cmd_install_mcp(ns(scope="user")) == 0
+    assert "mempal" in json.loads((home / ".claude.json").read_text())["mcpServers"]
