@@ -26,7 +26,6 @@ code   name                  meaning
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -47,33 +46,58 @@ DEFAULT_MAX_LINE = 1024 * 1024
 JsonId = int | str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    id: JsonId
-    method: str
-    params: dict[str, Any]
+class _Record:
+    """A tiny immutable record (no ``dataclasses``: importing it costs hooks ~5 ms at every start)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Record) and type(other) is type(self) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Request(_Record):
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: JsonId, method: str, params: dict[str, Any]) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
 
     @property
     def is_notification(self) -> bool:
         return self.id is None
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorReply:
-    id: JsonId
-    code: int
-    message: str
-    data: Any = None
+class ErrorReply(_Record):
+    __slots__ = ("code", "data", "id", "message")
+
+    def __init__(self, id: JsonId, code: int, message: str, data: Any = None) -> None:
+        self.id = id
+        self.code = code
+        self.message = message
+        self.data = data
 
     def encode(self) -> bytes:
         return encode_error(self.id, self.code, self.message, self.data)
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
-    id: JsonId
-    result: Any = None
-    error: ErrorReply | None = None
+class Response(_Record):
+    __slots__ = ("error", "id", "result")
+
+    def __init__(self, id: JsonId, result: Any = None, error: ErrorReply | None = None) -> None:
+        self.id = id
+        self.result = result
+        self.error = error
 
 
 class RpcError(Exception):
@@ -137,7 +161,14 @@ def decode_request(line: bytes) -> Request | ErrorReply:
 
 
 def decode_response(line: bytes) -> Response:
-    """Decode a reply line; raises ValueError when it is not a JSON-RPC response."""
+    """Decode a reply line; raises ValueError (only) when it is not a JSON-RPC response."""
+    try:
+        return _decode_response(line)
+    except (RecursionError, TypeError, OverflowError) as exc:  # deep nesting, "code": null, "code": 1e999
+        raise ValueError(f"not a JSON-RPC 2.0 response: {type(exc).__name__}") from None
+
+
+def _decode_response(line: bytes) -> Response:
     obj = json.loads(line.decode("utf-8"))
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
         raise ValueError("not a JSON-RPC 2.0 response")
