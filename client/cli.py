@@ -41,7 +41,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def search_params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
-    for key in ("wing", "room", "memory_type", "source_kind", "agent", "since", "until"):
+    for key in ("wing", "room", "memory_type", "source_kind", "agent", "machine", "since", "until"):
         value = getattr(args, key, None)
         if value:
             params[key] = value
@@ -64,6 +64,7 @@ def add_filter_args(p: argparse.ArgumentParser) -> None:
                    choices=["decision", "preference", "milestone", "problem", "emotional", "none"])
     p.add_argument("--source-kind", dest="source_kind", help="claude_code, codex, chatgpt, slack, project, ...")
     p.add_argument("--agent", help="claude, codex, ...")
+    p.add_argument("--machine", help="only drawers from this machine (shared server stores)")
     p.add_argument("--since", help="ISO date or age like 7d")
     p.add_argument("--until", help="ISO date or age like 1d")
 
