@@ -4,7 +4,11 @@ Each conversation is its own wing; one drawer per turn ("{speaker}: {text}" plus
 the session date is the drawer's timestamp; questions are asked verbatim, filtered to their wing, with
 "now" set to the conversation's last session date. Gold = normalised evidence ids.
 
-    python bench/locomo.py [--data PATH] [--limit N] [--json PATH]
+    python bench/locomo.py [--data PATH] [--limit N] [--json PATH] [--store DIR] [--set OPTION=VALUE ...]
+
+``--store DIR`` keeps the ingested and embedded store in DIR and reuses it on later runs (ingest + embedding
+take about two minutes on two cores); it is rebuilt when the data file or the ingest settings change.
+``--set`` overrides a ``SearchOptions`` field for the run (e.g. ``--set neighbour_decay=0``).
 
 The data file is CC BY-NC 4.0: it is read by path (default ../shared/bench/locomo/locomo10.json), never
 copied into this repository.
@@ -16,12 +20,13 @@ import argparse
 import json
 import math
 import re
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -155,9 +160,56 @@ def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
+INGEST_VERSION = 1  # bump when the ingest side of this benchmark changes (drawer text, context, embedding)
+
+
+def _fingerprint(data: Path) -> dict[str, Any]:
+    st = data.stat()
+    return {"data": str(data.resolve()), "size": st.st_size, "mtime": st.st_mtime, "version": INGEST_VERSION}
+
+
+def _open_work(args: argparse.Namespace) -> tuple[Path, bool]:
+    """The work folder and whether it already holds a complete store for this data file."""
+    if args.store is None:
+        return Path(tempfile.mkdtemp(prefix="locomo-")), False
+    work: Path = args.store
+    marker = work / "locomo-ingested.json"
+    if marker.is_file():
+        try:
+            if json.loads(marker.read_text()) == _fingerprint(args.data):
+                return work, True
+        except ValueError:
+            pass
+    if work.exists() and any(work.iterdir()):
+        if not (work / "store").exists():
+            raise SystemExit(f"--store {work}: not empty and not a LoCoMo benchmark store; refusing to reuse it")
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    return work, False
+
+
+def _options(args: argparse.Namespace) -> SearchOptions:
+    opts = SearchOptions()
+    if args.dense_weight is not None:
+        opts = replace(opts, dense_weight=args.dense_weight)
+    if args.plain:
+        opts = replace(opts, temporal_boost=0, neighbour_decay=0, session_weight=0, dedup_threshold=1.0)
+    types = {f.name: f.type for f in fields(SearchOptions)}
+    for item in args.set or []:
+        name, _, value = item.partition("=")
+        if name not in types:
+            raise SystemExit(f"--set {item}: no SearchOptions field {name!r} (have: {', '.join(types)})")
+        cur = getattr(opts, name)
+        val: Any = type(cur)(float(value)) if isinstance(cur, (int, float)) and not isinstance(cur, bool) else value
+        if isinstance(cur, bool):
+            val = value.lower() in ("1", "true", "yes", "on")
+        opts = replace(opts, **{name: val})
+    return opts
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     samples = load(args.data)
-    work = Path(tempfile.mkdtemp(prefix="locomo-"))
+    work, reuse = _open_work(args)
     embedder = Embedder(models_dir=work / "models", threads=args.threads)
     store = EdgeStore(work / "store", embedder.dim)
     state = State(work / "state.sqlite3")
@@ -169,11 +221,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         read_budget=1 << 21, max_line=1 << 24)
     densifier = DenseWorker(dense, runner, embedder, 64, 250)
     searcher = Searcher(runner, embedder, bm25)
-    opts = SearchOptions()
-    if args.dense_weight is not None:
-        opts = replace(opts, dense_weight=args.dense_weight)
-    if args.plain:
-        opts = replace(opts, temporal_boost=0, neighbour_decay=0, session_weight=0, dedup_threshold=1.0)
+    opts = _options(args)
 
     rows: list[tuple[int, dict[str, float]]] = []
     latencies: list[float] = []
@@ -189,11 +237,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             qs = qs[:remaining]
             remaining -= len(qs)
         t0 = time.perf_counter()
-        info = SourceInfo(kind="locomo", path=f"locomo:{sample.sample_id}", source_key=f"locomo:{sample.sample_id}",
-                          machine="bench", user="bench", wing=sample.sample_id, room="conversation", redact=False,
-                          extract=False)
-        await ingestor.write_exchanges(sample.exchanges, info, BACKFILL)
-        await densifier.drain()
+        if not reuse:
+            await _ingest(ingestor, densifier, sample)
         t_ingest += time.perf_counter() - t0
         for q, gold in qs:
             t1 = time.perf_counter()
@@ -206,6 +251,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
     store.close()
     state.close()
+    if args.store is not None and not reuse and remaining is None:
+        (work / "locomo-ingested.json").write_text(json.dumps(_fingerprint(args.data)))
     lat = sorted(latencies)
     return {
         "overall": aggregate([r for _, r in rows]),
@@ -217,6 +264,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "ingest_s": round(t_ingest, 1),
         "options": {k: getattr(opts, k) for k in opts.__slots__},
     }
+
+
+async def _ingest(ingestor: Ingestor, densifier: DenseWorker, sample: Sample) -> None:
+    info = SourceInfo(kind="locomo", path=f"locomo:{sample.sample_id}", source_key=f"locomo:{sample.sample_id}",
+                      machine="bench", user="bench", wing=sample.sample_id, room="conversation", redact=False,
+                      extract=False)
+    await ingestor.write_exchanges(sample.exchanges, info, BACKFILL)
+    await densifier.drain()
 
 
 def table(res: dict[str, Any]) -> str:
@@ -240,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--dense-weight", type=float, default=None)
+    ap.add_argument("--store", type=Path, default=None,
+                    help="keep the ingested store in DIR and reuse it on later runs (rebuilt if the data changes)")
+    ap.add_argument("--set", action="append", metavar="OPTION=VALUE", help="override a SearchOptions field")
     ap.add_argument("--plain", action="store_true", help="fusion only: no temporal, neighbour, session, dedup")
     args = ap.parse_args(argv)
     if not args.data.is_file():

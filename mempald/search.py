@@ -7,9 +7,11 @@ Pipeline (each step and its default chosen by the retrieval benchmark, see ``mem
 2. min-max normalised score fusion with ``dense_weight`` (plain RRF measured worse);
 3. temporal cue: drawers stamped inside the window a query's date words name get a soft boost;
 4. neighbours: a strong hit lifts the drawers next to it in its session (fetched when not among the
-   candidates), so a hit expands to its exchange;
+   candidates), so a hit expands to its exchange; the drawer before a hit gets more than the one after
+   (a drawer is indexed with the one before it, so a context match points back);
 5. session strength: drawers of sessions with several good hits rise;
-6. near-identical hits are de-duplicated.
+6. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
+7. near-identical hits are de-duplicated (checked until ``limit`` hits are kept).
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ class SearchOptions:
     dense_weight: float = fusion.DEFAULT_DENSE_WEIGHT
     candidates: int = fusion.DEFAULT_DEPTH
     temporal_boost: float = fusion.DEFAULT_TEMPORAL_BOOST
-    neighbour_decay: float = fusion.DEFAULT_NEIGHBOUR_DECAY
+    neighbour_decay: float = fusion.DEFAULT_NEIGHBOUR_DECAY  # to the drawer before a hit
+    neighbour_forward: float = fusion.DEFAULT_NEIGHBOUR_FORWARD  # to the drawer after a hit
     session_weight: float = fusion.DEFAULT_SESSION_WEIGHT
     session_top: int = fusion.DEFAULT_SESSION_TOP
     dedup_threshold: float = fusion.DEFAULT_DEDUP_THRESHOLD
+    spread_after: int = fusion.DEFAULT_SPREAD_AFTER  # below this rank, new sessions first (-1: off)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,17 +143,21 @@ def rank(
         stamps = {i: datetime.fromtimestamp(float(p.get("ts") or 0), UTC) for i, p in payloads.items() if p.get("ts")}
         ranked = fusion.temporal_boost(ranked, stamps, window, opts.temporal_boost)
 
-    if opts.neighbour_decay > 0 and ranked:
+    if (opts.neighbour_decay > 0 or opts.neighbour_forward > 0) and ranked:
         _add_neighbours(store, ranked[:NEIGHBOUR_HITS], payloads, filters)
         positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
-        ranked = fusion.neighbour_boost(ranked, _adjacent(positions), opts.neighbour_decay)
+        ranked = fusion.neighbour_boost(
+            ranked, _adjacent(positions), opts.neighbour_decay, forward_decay=opts.neighbour_forward
+        )
+    positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
     if opts.session_weight > 0:
-        positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
         ranked = fusion.session_boost(ranked, positions, opts.session_weight, opts.session_top)
+    if opts.spread_after >= 0:
+        ranked = fusion.spread_sessions(ranked, positions, opts.spread_after)
     if opts.dedup_threshold < 1:
         head = ranked[: limit * 5]
         texts = {i: str(payloads[i].get("text", "")) for i, _ in head}
-        ranked = fusion.dedup(head, texts, opts.dedup_threshold) + ranked[limit * 5 :]
+        ranked = fusion.dedup(head, texts, opts.dedup_threshold, keep=limit) + ranked[limit * 5 :]
     return [hit_dict(i, s, payloads[i], raw_dense.get(i), raw_sparse.get(i)) for i, s in ranked[:limit]]
 
 

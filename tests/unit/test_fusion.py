@@ -248,3 +248,47 @@ def test_default_pipeline_on_a_tiny_conversation() -> None:
     top = ids(ranked)
     assert top[0] == "s1t1"
     assert set(top) == {"s1t0", "s1t1", "s1t2", "s2t0", "s2t1"}  # s1t1's exchange pulled in
+
+
+# ---------------------------------------------------------------- second round
+
+
+def test_neighbour_boost_backward_and_forward_differ() -> None:
+    # s1t1 is a hit: the drawer before it (its context) gets 0.8, the one after it 0.4.
+    out = dict(neighbour_boost([("s1t1", 1.0)], POS, decay=0.8, forward_decay=0.4))
+    assert out["s1t0"] == pytest.approx(0.8)
+    assert out["s1t2"] == pytest.approx(0.4)
+    only_back = dict(neighbour_boost([("s1t1", 1.0)], POS, decay=0.8, forward_decay=0.0))
+    assert "s1t2" not in only_back
+    assert only_back["s1t0"] == pytest.approx(0.8)
+    # forward_decay=None keeps the symmetric behaviour
+    assert neighbour_boost([("s1t1", 1.0)], POS, decay=0.5) == neighbour_boost(
+        [("s1t1", 1.0)], POS, decay=0.5, forward_decay=0.5
+    )
+
+
+def test_neighbour_boost_default_prefers_the_turn_before_a_hit() -> None:
+    out = ids(neighbour_boost([("s1t1", 1.0)], POS))
+    assert out == ["s1t1", "s1t0", "s1t2"]
+
+
+def test_dedup_keep_stops_early_and_keeps_the_rest() -> None:
+    texts = {"a": "x y z", "b": "x y z", "c": "p q", "d": "p q"}
+    ranked = [("a", 4.0), ("b", 3.0), ("c", 2.0), ("d", 1.0)]
+    assert ids(dedup(ranked, texts, 0.9, keep=2)) == ["a", "c", "d"]  # d unchecked past the 2 kept
+    assert ids(dedup(ranked, texts, 0.9)) == ["a", "c"]
+
+
+def test_dedup_size_filter_does_not_change_results() -> None:
+    texts = {"a": "one two three four five six seven eight nine ten", "b": "one two three four five six seven eight"}
+    assert ids(dedup([("a", 2.0), ("b", 1.0)], texts, 0.8)) == ["a"]  # Jaccard 8/10 = size ratio: still checked
+    assert ids(dedup([("a", 2.0), ("b", 1.0)], texts, 0.81)) == ["a", "b"]
+
+
+def test_spread_sessions_puts_new_sessions_first_below_the_head() -> None:
+    ranked = [("s1t0", 5.0), ("s1t1", 4.0), ("s1t2", 3.0), ("s2t0", 2.0), ("s1t3", 1.5), ("s2t1", 1.0)]
+    out = f.spread_sessions(ranked, POS, after=2)
+    assert ids(out) == ["s1t0", "s1t1", "s2t0", "s1t2", "s1t3", "s2t1"]
+    assert dict(out) == dict(ranked)  # scores untouched
+    assert f.spread_sessions(ranked, POS, after=-1) == ranked
+    assert f.spread_sessions(ranked, POS, after=10) == ranked
