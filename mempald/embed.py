@@ -200,6 +200,16 @@ class Embedder:
             context = context[enc.offsets[len(enc.ids) - room][0] :]
         return f"{context}\n{text}"
 
+    def fit_tokens(self, text: str, max_tokens: int) -> str:
+        """The start of ``text`` that fits in ``max_tokens`` (cut at a line boundary when possible)."""
+        with self._lock:
+            enc = self._tokenizer.encode(text, add_special_tokens=False)
+        if len(enc.ids) <= max_tokens:
+            return text
+        cut = text[: enc.offsets[max_tokens - 1][1]]
+        nl = cut.rfind("\n")
+        return cut[:nl] if nl > len(cut) // 2 else cut
+
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
         with self._lock:
             return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]

@@ -182,10 +182,19 @@ async def wake_up(p: Palace, params: Params) -> Any:
     if not wing:
         wings = await p.runner.run(p.runner.store.facet, "wing", Filters())
         wing = max(wings, key=lambda w: wings[w]) if wings else "general"
-    drawers = await _wing_drawers(p, wing)
-    story = await anyio.to_thread.run_sync(
-        lambda: layers.essential_story(wing, drawers, budget, p.embedder.count_tokens))
-    body = story.text
+    packed = next((s.pack_output() / "knowledge_base.md" for s in p.sources
+                   if s.mode == "pack" and s.wing == wing and (s.pack_output() / "knowledge_base.md").is_file()), None)
+    if packed is not None and fmt == "text":
+        # A pack-mode wing's packed knowledge base is its essential story.
+        text_pack = await anyio.to_thread.run_sync(packed.read_text)
+        body = await anyio.to_thread.run_sync(p.embedder.fit_tokens, text_pack, budget)
+        story = layers.Story(body, 0, ())
+        drawers = []
+    else:
+        drawers = await _wing_drawers(p, wing)
+        story = await anyio.to_thread.run_sync(
+            lambda: layers.essential_story(wing, drawers, budget, p.embedder.count_tokens))
+        body = story.text
     if fmt == "aaak":
         texts = [(str(dict(d).get("text", "")), did) for did, d in drawers if did in set(story.drawers)]
         doc = aaak.compress_many(texts, wing=wing, people=dict(p.settings.people))
