@@ -63,6 +63,9 @@ time). Read with peek, send with push, persist decisions with ingest (mention pa
 them). `cowork_drain` reads messages pushed to you when no hook delivered them.
 9. FACTS: `kg` keeps subject-predicate-object facts with validity dates; run `fact_check` on a text that \
 asserts relationships between people, projects or tools before you save it.
+10. DIARY: keep your own observations (what worked, what the user corrected, what to try next) with \
+`ingest` in wing "agent-diary", room = your agent name (claude, codex, ...); read them back with `search` \
+filtered to that wing at the start of a session.
 """
 
 _FLAG = {"type": "string", "enum": ["true", "false"]}
