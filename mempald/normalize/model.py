@@ -69,5 +69,5 @@ def strip_injected(text: str) -> str:
             return text.replace(INJECT_CLOSE, "")
         end = text.find(INJECT_CLOSE, start)
         if end < 0:
-            return text[:start].rstrip()
+            return text[:start].rstrip().replace(INJECT_CLOSE, "")
         text = text[:start] + text[end + len(INJECT_CLOSE) :]

@@ -91,3 +91,52 @@ def test_injected_context_and_meta_are_dropped() -> None:
 @given(st.lists(st.binary(max_size=200), max_size=20))
 def test_arbitrary_lines_never_raise(raws: list[bytes]) -> None:
     parse_lines([Line(i, r) for i, r in enumerate(raws)])
+
+
+# --- fuzzing with records shaped like Claude Code lines (the fields it reads, with any types) --------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+    max_leaves=12,
+)
+_block = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "image", "other"]) | _json},
+    optional={"text": st.text(max_size=60) | _json, "name": st.text(max_size=10) | _json, "input": _json,
+              "content": st.text(max_size=40) | st.lists(_json, max_size=2) | _json, "is_error": _json,
+              "id": st.text(max_size=8) | _json, "tool_use_id": st.text(max_size=8) | _json},
+)
+_record = st.fixed_dictionaries(
+    {"type": st.sampled_from(["user", "assistant", "system", "summary", "progress", "file-history-snapshot"])
+     | _json},
+    optional={
+        "message": st.fixed_dictionaries(
+            {}, optional={"role": st.sampled_from(["user", "assistant"]) | _json,
+                          "content": st.text(max_size=80) | st.lists(_block, max_size=4) | _json,
+                          "id": st.text(max_size=6) | _json, "model": _json}) | _json,
+        "uuid": st.text(max_size=10) | _json, "parentUuid": st.text(max_size=10) | _json,
+        "sessionId": st.text(max_size=10) | _json, "timestamp": st.text(max_size=25) | _json,
+        "cwd": st.text(max_size=20) | _json, "gitBranch": _json, "isSidechain": _json, "isMeta": _json,
+        "agentId": _json, "isCompactSummary": _json, "toolUseResult": _json, "summary": _json,
+    },
+)
+
+
+@given(st.lists(_record, max_size=12), st.integers(min_value=0, max_value=10**6))
+def test_record_shaped_lines_never_raise_and_give_well_formed_exchanges(
+    records: list[dict[str, object]], first: int
+) -> None:
+    lines = []
+    off = 0
+    for rec in records:
+        raw = json.dumps(rec).encode()
+        lines.append(Line(off, raw))
+        off += len(raw) + 1
+    out = parse_lines(lines, first_position=first)
+    offsets = {ln.offset for ln in lines}
+    for pos, ex in enumerate(out):
+        assert isinstance(ex.key, str) and ex.key
+        assert isinstance(ex.user, str) and isinstance(ex.assistant, str)
+        assert ex.offset in offsets
+        assert ex.position == first + pos
+        assert isinstance(ex.render(), str)
