@@ -35,6 +35,7 @@ from mempald.state import Cursor, State
 from mempald.store.base import Filters, PointData, Store, StoreError
 
 log = logs.get("mempald.ingest")
+REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.redact.PLACEHOLDER)
 T = TypeVar("T")
 
 JSONL_FORMATS = ("claude_code", "codex")
@@ -43,12 +44,22 @@ JSONL_FORMATS = ("claude_code", "codex")
 class StoreRunner:
     """Every store call goes through here: one worker thread at a time, never the event loop."""
 
+    # Calls that can change the drawer count or the wing/room facets (``status`` caches those).
+    WRITES = frozenset({"upsert", "delete", "set_payload"})
+
     def __init__(self, store: Store) -> None:
         self.store = store
         self.limiter = anyio.CapacityLimiter(1)
+        self.writes = 0  # bumped by every call that may change counts or facets
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        if getattr(fn, "__name__", "") in self.WRITES:
+            self.writes += 1
         return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    @property
+    def busy(self) -> bool:
+        return self.limiter.borrowed_tokens > 0 or self.limiter.statistics().tasks_waiting > 0
 
 
 @dataclass(slots=True)
@@ -214,7 +225,8 @@ class Ingestor:
         if cur and cur.inode == st.st_ino and cur.size == st.st_size and cur.mtime == st.st_mtime:
             return
         data = await anyio.to_thread.run_sync(path.read_bytes)
-        exchanges = await anyio.to_thread.run_sync(lambda: _normalize_document(fmt, data, path.name))
+        # The full path names the session: two notes.md in different folders are different sessions.
+        exchanges = await anyio.to_thread.run_sync(lambda: _normalize_document(fmt, data, str(path)))
         res.exchanges = len(exchanges)
         await self._write(exchanges, self._source_info(path, source, fmt), lane, res)
         await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
@@ -254,8 +266,15 @@ class Ingestor:
         cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(root))
         if cur and (cur.inode, cur.size, cur.mtime) == (n, size, mtime):
             return
+        from mempald.normalize.model import NormalizeError
+
         files = await anyio.to_thread.run_sync(_read_export, root)
-        exchanges = await anyio.to_thread.run_sync(slack.parse_export, files)
+        try:
+            exchanges = await anyio.to_thread.run_sync(slack.parse_export, files)
+        except NormalizeError as exc:
+            res.error = f"not a Slack export: {exc}"
+            log.warning("slack_export_unreadable", path=str(root), error=str(exc))
+            return
         res.exchanges = len(exchanges)
         info = SourceInfo(kind="slack", path=str(root), source_key=source.key, machine=self.machine, user=self.user,
                           wing=source.wing or root.name, redact=self.redact, extract=self.extract,
@@ -286,7 +305,7 @@ class Ingestor:
             lambda: build_drawers(exchanges, info, self.embedder.count_tokens, self.max_tokens, stats, previous)
         )
         res.drawers = len(drawers)
-        changed = await self._changed(drawers)
+        changed, redacted_before = await self._changed(drawers)
         if changed:
             points = await anyio.to_thread.run_sync(
                 lambda: [PointData(d.id, d.payload, self.bm25.document(index_text(d.payload))) for d in changed]
@@ -299,8 +318,11 @@ class Ingestor:
         # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
         await self._drop_stale_chunks(drawers)
         if stats.redactions:
-            await anyio.to_thread.run_sync(
-                self.state.bump, info.source_key, "redactions", sum(stats.redactions.values()))
+            # Count what this write newly redacted: a re-read exchange (the last one of a growing file) was
+            # counted when it was first stored, so placeholders already stored in its drawers are subtracted.
+            fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
+            if fresh > 0:
+                await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
         st = self.status.setdefault(info.source_key, SourceStatus())
         st.exchanges += len(exchanges)
 
@@ -320,13 +342,24 @@ class Ingestor:
                 out[session] = str(best.payload.get("text", ""))
         return out
 
-    async def _changed(self, drawers: Sequence[Drawer]) -> list[Drawer]:
+    async def _changed(self, drawers: Sequence[Drawer]) -> tuple[list[Drawer], int]:
+        """The drawers whose content is new, and how many redaction placeholders their stored versions had."""
         if not drawers:
-            return []
+            return [], 0
         existing = await self.runner.run(self.runner.store.retrieve, [d.id for d in drawers])
         deleted = {p.id for p in existing if p.payload.get("status") == "deleted"}
         hashes = {p.id: p.payload.get("content_hash") for p in existing if p.id not in deleted}
-        return [d for d in drawers if d.id not in deleted and hashes.get(d.id) != d.payload["content_hash"]]
+        # Same content, new file (rotated, renamed, moved folder): only the citation moves, no re-embedding.
+        paths = {p.id: p.payload.get("source_path") for p in existing if p.id not in deleted}
+        moved = [d.id for d in drawers if d.id in hashes and hashes[d.id] == d.payload["content_hash"]
+                 and paths.get(d.id) != d.payload["source_path"]]
+        if moved:
+            where = {"source_path": drawers[0].payload["source_path"]}  # one _write call: one file
+            await self.runner.run(self.runner.store.set_payload, moved, where)
+        changed = [d for d in drawers if d.id not in deleted and hashes.get(d.id) != d.payload["content_hash"]]
+        ids = {d.id for d in changed}
+        before = sum(str(p.payload.get("text", "")).count(REDACTED) for p in existing if p.id in ids)
+        return changed, before
 
     async def _drop_stale_chunks(self, drawers: Sequence[Drawer]) -> None:
         by_ex: dict[str, int] = {}
@@ -429,7 +462,8 @@ def _normalize_jsonl(fmt: str, lines: Sequence[Line], ctx: dict[str, str], first
         return claude_code.parse_lines(lines, first_position=first_position)
     from mempald.normalize import codex
 
-    return codex.parse_lines(lines, session_id=ctx.get("session_id"), cwd=ctx.get("cwd"))
+    return codex.parse_lines(lines, session_id=ctx.get("session_id"), cwd=ctx.get("cwd"),
+                             git_branch=ctx.get("git_branch"), first_position=first_position)
 
 
 def _session_context(fmt: str, lines: Sequence[Line]) -> dict[str, str]:
@@ -438,7 +472,7 @@ def _session_context(fmt: str, lines: Sequence[Line]) -> dict[str, str]:
     from mempald.normalize import codex
 
     meta = codex.session_meta(lines)
-    return {k: v for k, v in meta.items() if k in ("session_id", "cwd") and v}
+    return {k: v for k, v in meta.items() if k in ("session_id", "cwd", "git_branch") and v}
 
 
 def _normalize_document(fmt: str, data: bytes, name: str) -> list[Exchange]:
