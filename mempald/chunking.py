@@ -42,25 +42,52 @@ def _split_level(text: str, level: int) -> list[str]:
 _JOIN = ("\n\n", "\n", " ", " ", "")
 
 
-def _units(text: str, max_tokens: int, count: Counter, level: int) -> list[tuple[str, int]]:
-    """Break ``text`` into (unit, joiner-level) pieces each under the budget."""
+def _units(text: str, max_tokens: int, count: Counter, level: int) -> list[tuple[str, int, int]]:
+    """Break ``text`` into (unit, joiner-level, tokens) pieces each within the budget; each unit is counted
+    once."""
     if level > 3:
         # A single "word" longer than the budget (a URL, base64): hard-split by characters.
         step = max(16, max_tokens)
-        return [(text[i : i + step], 4) for i in range(0, len(text), step)]
-    out: list[tuple[str, int]] = []
+        parts = [text[i : i + step] for i in range(0, len(text), step)]
+        return [(p, 4, count(p)) for p in parts]
+    out: list[tuple[str, int, int]] = []
     for part in _split_level(text, level):
-        if count(part) <= max_tokens:
-            out.append((part, level))
+        n = count(part)
+        if n <= max_tokens:
+            out.append((part, level, n))
         else:
             out.extend(_units(part, max_tokens, count, level + 1))
     return out
 
 
-def _pack(units: list[tuple[str, int]], max_tokens: int, count: Counter) -> list[str]:
+def _pack(units: list[tuple[str, int, int]], max_tokens: int, count: Counter) -> list[str]:
+    """Greedy packing on summed unit counts (exact for WordPiece, which splits on whitespace first), with a
+    final recount of each piece as the guarantee; linear in the number of units."""
     pieces: list[str] = []
     cur = ""
-    for unit, level in units:
+    cur_n = 0
+    for unit, level, n in units:
+        if cur and cur_n + n > max_tokens:
+            pieces.append(cur)
+            cur, cur_n = unit, n
+        else:
+            cur = unit if not cur else cur + _JOIN[level] + unit
+            cur_n += n
+    if cur:
+        pieces.append(cur)
+    out: list[str] = []
+    for piece in pieces:
+        if count(piece) <= max_tokens:
+            out.append(piece)
+        else:  # a counter that is not additive: fall back to the slow, exact packing for this piece
+            out.extend(_pack_exact(_units(piece, max_tokens, count, 0), max_tokens, count))
+    return out
+
+
+def _pack_exact(units: list[tuple[str, int, int]], max_tokens: int, count: Counter) -> list[str]:
+    pieces: list[str] = []
+    cur = ""
+    for unit, level, _n in units:
         cand = unit if not cur else cur + _JOIN[level] + unit
         if cur and count(cand) > max_tokens:
             pieces.append(cur)
