@@ -101,9 +101,9 @@ async def _main(palace: Palace) -> int:
         palace, path, max_line=settings.daemon.max_line_bytes, idle_timeout=settings.daemon.idle_timeout_s,
         request_timeout=settings.daemon.request_timeout_s, max_clients=settings.daemon.max_clients,
     )
-    send, recv = anyio.create_memory_object_stream[Path](max_buffer_size=8192)
+    send, recv = anyio.create_memory_object_stream[Path](max_buffer_size=settings.ingest.event_buffer)
     watcher = Watcher(send, anyio.lowlevel.current_token())
-    palace.watcher = watcher
+    palace.watcher = watcher if settings.ingest.watch_events else None
     exit_code = EXIT_OK
     try:
         async with anyio.create_task_group() as tg:
@@ -118,8 +118,11 @@ async def _main(palace: Palace) -> int:
             notifier.ready(f"serving on {path}")
             log.info("ready", socket=str(path), store=palace.runner.store.location,
                      model=palace.embedder.info.model_id, sources=[s.key for s in palace.sources])
-            await anyio.to_thread.run_sync(watcher.sync, [s.root for s in palace.sources])
-            await anyio.to_thread.run_sync(watcher.start)
+            if settings.ingest.watch_events:
+                await anyio.to_thread.run_sync(watcher.sync, [s.root for s in palace.sources])
+                await anyio.to_thread.run_sync(watcher.start)
+            else:
+                log.info("watch_events_off", reconcile_interval_s=settings.ingest.reconcile_interval_s)
             tg.start_soon(palace.watch_loop, recv)
             tg.start_soon(palace.ingest_loop)
             tg.start_soon(palace.densifier.run)

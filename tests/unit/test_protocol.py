@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,3 +72,66 @@ json_values = st.recursive(
 @given(json_values)
 def test_arbitrary_json_never_raises(value: object) -> None:
     assert isinstance(decode_request(json.dumps(value).encode()), (Request, ErrorReply))
+
+
+# --- fuzzing: request-shaped objects, replies, lines with junk around them ---------------------------------
+
+ids = st.none() | st.integers() | st.text(max_size=8) | st.booleans() | st.floats(allow_nan=False) | json_values
+request_shaped = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2.0, None]) | json_values,
+        "id": ids,
+        "method": st.text(max_size=12) | json_values,
+        "params": st.dictionaries(st.text(max_size=8), json_values, max_size=4) | json_values,
+    },
+)
+
+
+@given(request_shaped)
+def test_request_shaped_objects_decode_to_a_typed_result(obj: dict[str, object]) -> None:
+    out = decode_request(json.dumps(obj).encode())
+    if isinstance(out, Request):
+        assert isinstance(out.method, str) and out.method
+        assert isinstance(out.params, dict)
+        assert out.id is None or (isinstance(out.id, (int, str)) and not isinstance(out.id, bool))
+    else:
+        assert isinstance(out, ErrorReply)
+        assert out.code in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS)
+        json.loads(out.encode())  # the error reply itself is a valid line
+
+
+@given(st.binary(max_size=64), request_shaped, st.binary(max_size=64))
+def test_junk_around_a_request_never_raises(head: bytes, obj: dict[str, object], tail: bytes) -> None:
+    assert isinstance(decode_request(head + json.dumps(obj).encode() + tail), (Request, ErrorReply))
+
+
+reply_shaped = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0"]) | json_values,
+        "id": ids,
+        "result": json_values,
+        "error": st.fixed_dictionaries({}, optional={"code": json_values | st.floats(), "message": json_values,
+                                                     "data": json_values}) | json_values,
+    },
+)
+
+
+@given(reply_shaped)
+def test_reply_decoder_raises_only_value_error(obj: dict[str, object]) -> None:
+    with contextlib.suppress(ValueError):
+        decode_response(json.dumps(obj).encode())
+
+
+@given(st.binary(max_size=512))
+def test_reply_decoder_on_arbitrary_bytes_raises_only_value_error(data: bytes) -> None:
+    with contextlib.suppress(ValueError):
+        decode_response(data)
+
+
+def test_reply_decoder_typed_error_on_pathological_lines() -> None:
+    for line in (b"[" * 100_000, b'{"jsonrpc":"2.0","id":1,"error":{"code":null}}',
+                 b'{"jsonrpc":"2.0","id":1,"error":{"code":1e999}}'):
+        with pytest.raises(ValueError, match="not a JSON-RPC"):
+            decode_response(line)
