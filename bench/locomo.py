@@ -207,8 +207,31 @@ def _options(args: argparse.Namespace) -> SearchOptions:
     return opts
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+def aaak_samples(samples: list[Sample]) -> tuple[list[Sample], int, int]:
+    """The same conversations with every turn replaced by its AAAK encoding (what ``mempal compress`` stores),
+    and the characters before and after, to measure what the lossy dialect costs retrieval."""
+    from mempald import aaak
+
+    out: list[Sample] = []
+    before = after = 0
+    for s in samples:
+        turns = []
+        for ex in s.exchanges:
+            enc = aaak.encode(aaak.compress(ex.assistant, wing=s.sample_id))
+            before += len(ex.assistant)
+            after += len(enc)
+            turns.append(replace(ex, assistant=enc))
+        out.append(replace(s, exchanges=turns))
+    return out, before, after
+
+
+async def run(args: argparse.Namespace, *, aaak_mode: bool = False) -> dict[str, Any]:
     samples = load(args.data)
+    chars = (0, 0)
+    if aaak_mode:
+        samples, *counts = aaak_samples(samples)
+        chars = (counts[0], counts[1])
+        args = argparse.Namespace(**{**vars(args), "store": None})
     work, reuse = _open_work(args)
     embedder = Embedder(models_dir=work / "models", threads=args.threads)
     store = EdgeStore(work / "store", embedder.dim)
@@ -262,6 +285,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2) if lat else 0.0,
         },
         "ingest_s": round(t_ingest, 1),
+        **({"aaak_chars": {"raw": chars[0], "aaak": chars[1]}} if aaak_mode else {}),
         "options": {k: getattr(opts, k) for k in opts.__slots__},
     }
 
@@ -299,12 +323,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the ingested store in DIR and reuse it on later runs (rebuilt if the data changes)")
     ap.add_argument("--set", action="append", metavar="OPTION=VALUE", help="override a SearchOptions field")
     ap.add_argument("--plain", action="store_true", help="fusion only: no temporal, neighbour, session, dedup")
+    ap.add_argument("--aaak", action="store_true",
+                    help="also index AAAK-compressed turns and print both tables (the dialect is lossy)")
     args = ap.parse_args(argv)
     if not args.data.is_file():
         print(f"no LoCoMo data at {args.data}; pass --data PATH", file=sys.stderr)
         return 2
     res = anyio.run(run, args)
     print(table(res))
+    if args.aaak:
+        comp = anyio.run(lambda: run(args, aaak_mode=True))
+        print("\nAAAK-compressed drawers (lossy):")
+        print(table(comp))
+        ch = comp["aaak_chars"]
+        print(f"characters: {ch['raw']:,} raw -> {ch['aaak']:,} AAAK ({ch['raw'] / max(1, ch['aaak']):.2f}:1); "
+              f"turn R@10 {res['overall']['turn_recall@10']:.3f} raw vs {comp['overall']['turn_recall@10']:.3f} AAAK")
+        res["aaak"] = comp
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
     return 0
