@@ -46,11 +46,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"paths": [_abs(p) for p in args.paths], "mode": args.mode, "dry_run": args.dry_run,
+    params: dict[str, Any] = {"paths": [_abs(p) for p in args.paths], "mode": args.mode, "dry_run": True,
                               "limit": args.limit or 0}
     if args.wing:
         params["wing"] = args.wing
-    r = call("mine", params, timeout=24 * 3600)
+    plan = call("mine", params, timeout=3600)
+    r = plan if args.dry_run else _mine_with_progress(params, plan.get("plan", []), quiet=args.json)
+    r.pop("plan", None)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -62,6 +64,42 @@ def cmd_mine(args: argparse.Namespace) -> int:
     for err in r["errors"][:20]:
         print(f"  error: {err}")
     return 0
+
+
+def _mine_with_progress(params: dict[str, Any], plan: list[list[str]], quiet: bool) -> dict[str, Any]:
+    """Mine the planned files in small batches, with a progress bar (rich) and one merged summary."""
+    total: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {}, "errors": [],
+                             "dry_run": False}
+
+    def merge(r: dict[str, Any]) -> None:
+        for k in ("files", "exchanges", "drawers", "written"):
+            total[k] += r[k]
+        for k, v in r["skipped"].items():
+            total["skipped"][k] = max(total["skipped"].get(k, 0), v)
+        total["errors"] += r["errors"]
+
+    batches: list[tuple[str, list[str]]] = []
+    for root, path in plan:
+        if not batches or batches[-1][0] != root or len(batches[-1][1]) >= 10:
+            batches.append((root, []))
+        batches[-1][1].append(path)
+
+    def run(root: str, batch: list[str]) -> None:
+        merge(call("mine", {**params, "root": root, "paths": batch, "dry_run": False, "limit": 0},
+                   timeout=24 * 3600))
+
+    if quiet or not batches:
+        for root, batch in batches:
+            run(root, batch)
+        return total
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("mining"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()) as bar:
+        task = bar.add_task("mine", total=len(plan))
+        for root, batch in batches:
+            run(root, batch)
+            bar.update(task, advance=len(batch))
+    return total
 
 
 def cmd_init(args: argparse.Namespace) -> int:

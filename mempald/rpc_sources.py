@@ -116,11 +116,18 @@ async def mine(p: Palace, params: Params) -> Any:
     dry_run = params.flag("dry_run")
     wing = params.text("wing") or ""
     summary: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {}, "errors": []}
-    for root in paths:
+    given_root = params.text("root")
+    groups: list[tuple[Path, list[Path] | None]] = (
+        [(checked_dir(given_root), paths)] if given_root else [(root, None) for root in paths])
+    for root, only in groups:
+        if only is not None and any(root not in f.parents and f != root for f in only):
+            raise RpcError(FORBIDDEN, f"every path must be inside {root}")
         source = p.source_for(root) or Source(f"{mode}:{root}", root, mode, "auto", wing)
-        files = await anyio.to_thread.run_sync(_list_files, source)
+        files = only if only is not None else await anyio.to_thread.run_sync(_list_files, source)
         if limit:
             files = files[: max(0, limit - summary["files"])]
+        if dry_run:
+            summary.setdefault("plan", []).extend([str(root), str(f)] for f in files)
         for f in files:
             summary["files"] += 1
             if dry_run:
