@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 
@@ -20,11 +20,13 @@ Handler = Callable[[Palace, Params], Awaitable[Any]]
 
 async def pack(p: Palace, params: Params) -> Any:
     root = checked_dir(params.text("dir", required=True))
-    if not root.is_dir():
+    if not await anyio.to_thread.run_sync(root.is_dir):
         raise RpcError(INVALID_PARAMS, f"{root} is not a directory")
-    out = Path(params.text("output") or str(root / "packed")).expanduser()
-    fmt = params.text("format") or "single"
-    if fmt not in ("single", "multi"):
+    out = Path(params.text("output") or f"{root}/packed")
+    if not out.is_absolute():
+        raise RpcError(INVALID_PARAMS, "output must be an absolute path")
+    fmt: Literal["single", "multi"] = "multi" if params.text("format") == "multi" else "single"
+    if params.text("format") not in (None, "single", "multi"):
         raise RpcError(INVALID_PARAMS, "format must be single or multi")
     try:
         return await anyio.to_thread.run_sync(lambda: run_pack(

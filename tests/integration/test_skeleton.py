@@ -124,7 +124,8 @@ def test_appended_exchange_becomes_searchable(daemon: Daemon, home: Path) -> Non
 
 def synthetic_session(path: Path, session: str, n: int, seed: int) -> None:
     rnd = random.Random(seed)
-    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november".split()
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
+             "lima", "mike", "november"]
     with path.open("w") as fh:
         for i in range(n):
             ts = f"2026-04-{1 + i % 28:02d}T{i % 24:02d}:00:00.000Z"
