@@ -22,7 +22,7 @@ from mempald import logs
 from mempald.config import ConfigError, Settings, data_dir, load_settings
 from mempald.embed import ModelError
 from mempald.palace import Palace
-from mempald.queues import BACKFILL
+from mempald.queues import BACKFILL, FRESH
 from mempald.sdnotify import Notifier
 from mempald.server import Server, SocketInUse
 from mempald.sources.registry import resolve_sources
@@ -125,6 +125,7 @@ async def _main(palace: Palace) -> int:
                 log.info("watch_events_off", reconcile_interval_s=settings.ingest.reconcile_interval_s)
             tg.start_soon(palace.watch_loop, recv)
             tg.start_soon(palace.ingest_loop)
+            tg.start_soon(palace.ingest_loop, (FRESH,))
             tg.start_soon(palace.densifier.run)
             tg.start_soon(_catch_up, palace)
             tg.start_soon(palace.reconcile_loop)

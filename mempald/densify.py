@@ -9,7 +9,7 @@ and queued again: the store is the truth, the queue is a cache.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -23,6 +23,12 @@ from mempald.store.base import Filters, StoreError
 
 log = logs.get("mempald.dense")
 
+# At most this many texts per model call and per round (bench/backfill.py, bench/PERF_RESULTS.md):
+# onnxruntime's CPU arena keeps the peak of the largest batch for the life of the process (32 texts of 256
+# tokens: about 1.5 GB RSS; 8: about 540 MB), throughput on two cores is the same from 4 to 32, and a fresh
+# drawer waits behind at most one round (8 texts: about 0.4 s) instead of 32 (1.6 s).
+MAX_BATCH = 8
+
 
 class DenseWorker:
     def __init__(
@@ -32,12 +38,13 @@ class DenseWorker:
         self.queue = queue
         self.runner = runner
         self.embedder = embedder
-        self.batch_size = batch_size
+        self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.limiter = anyio.CapacityLimiter(1)
         self.embedded = 0
         self.started = time.monotonic()
         self.rate = 0.0  # drawers per second, smoothed
         self.in_flight = 0
+        self.hold: Callable[[], bool] = lambda: False  # true: wait before starting the next round
 
     async def requeue_missing(self) -> int:
         """Queue every drawer in the store that lacks a dense vector (newest first by timestamp)."""
@@ -54,6 +61,9 @@ class DenseWorker:
     async def run(self) -> None:
         while True:
             await self.queue.wait()
+            if self.hold():
+                await anyio.sleep(0.02)  # a fresh file is being read: it gets the cores first
+                continue
             ids = self.queue.take(self.batch_size)
             if not ids:
                 continue

@@ -27,7 +27,7 @@ from mempald.search import Searcher
 from mempald.sources.registry import Source, folder_signature, resolve_sources
 from mempald.sources.watch import Watcher
 from mempald.sparse import Bm25Encoder
-from mempald.state import State
+from mempald.state import Cursor, State
 from mempald.store.base import Filters, Store, StoreError
 from mempald.taxonomy import load_taxonomy
 
@@ -67,6 +67,10 @@ class Palace:
         self.densifier = DenseWorker(self.dense, self.runner, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.runner, embedder, self.bm25)
+        # While a fresh file is read (parse, BM25, upsert: a few hundred ms), the dense worker starts no new
+        # round: both cores go to making the new exchange keyword-searchable first (bench/freshness.py).
+        self.fresh_ingests = 0
+        self.densifier.hold = lambda: self.fresh_ingests > 0
         self.sources: list[Source] = resolve_sources(settings)
         self.watcher: Watcher | None = None
         self.started_at = time.time()
@@ -167,14 +171,17 @@ class Palace:
         return [p for _, p in found]
 
     # loops ---------------------------------------------------------------------------------------------
-    async def ingest_loop(self) -> None:
+    async def ingest_loop(self, lanes: tuple[int, ...] = (FRESH, BACKFILL)) -> None:
+        """Ingest queued files. The daemon runs two: one for both lanes and one for the fresh lane only, so
+        an appended exchange never waits for a backfill file being read (bench/freshness.py)."""
         while True:
-            path_s, lane = await self.files.get()
+            path_s, lane = await self.files.get(lanes)
             path = Path(path_s)
             source = self.source_for(path)
             if source is None or not source.wants(path):
                 continue
             self.files.active += 1
+            self.fresh_ingests += lane == FRESH
             try:
                 res = await self.ingestor.ingest_path(path, source, lane)
             except Exception:
@@ -182,6 +189,7 @@ class Palace:
                 continue
             finally:
                 self.files.active -= 1
+                self.fresh_ingests -= lane == FRESH
             if res.more:
                 self.files.put(path_s, lane)
             if source.mode == "pack":
@@ -276,12 +284,21 @@ class Palace:
         self.cache["status:store"] = (writes, time.monotonic(), (total, wings, rooms))
         return total, wings, rooms
 
+    async def _state_figures(self, busy: bool) -> tuple[dict[str, Cursor], dict[str, dict[str, int]]]:
+        """Cursors and counters in one worker-thread hop (each hop costs a GIL hand-over while the ingest
+        runs); while backfilling, figures up to a second old are served from the cache."""
+        cached = self.cache.get("status:state")
+        if cached is not None and busy and time.monotonic() - cached[0] < 1.0:
+            return cached[1]  # type: ignore[no-any-return]
+        figures = await anyio.to_thread.run_sync(lambda: (self.state.all_cursors(), self.state.counters()))
+        self.cache["status:state"] = (time.monotonic(), figures)
+        return figures
+
     async def status(self) -> dict[str, Any]:
         missing = len(self.dense) + self.densifier.in_flight
         busy = bool(missing or len(self.files) or self.files.active)
         total, wings, rooms = await self._store_figures(busy)
-        cursors = await anyio.to_thread.run_sync(self.state.all_cursors)
-        counters = await anyio.to_thread.run_sync(self.state.counters)
+        cursors, counters = await self._state_figures(busy)
         pending = set(self.files.pending())
         sources = []
         for s in self.sources:

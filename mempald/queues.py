@@ -39,14 +39,17 @@ class FileQueue:
         for p in paths:
             self.put(p, lane)
 
-    async def get(self) -> tuple[str, int]:
+    async def get(self, lanes: tuple[int, ...] = (FRESH, BACKFILL)) -> tuple[str, int]:
+        """The next path from the first non-empty lane among ``lanes`` (several getters may wait at once)."""
         while True:
-            for lane, dq in enumerate(self._lanes):
+            for lane in lanes:
+                dq = self._lanes[lane]
                 if dq:
                     path = dq.popleft()
                     del self._queued[path]
                     return path, lane
-            self._event = anyio.Event()
+            if self._event.is_set():
+                self._event = anyio.Event()
             await self._event.wait()
 
     def pending(self) -> list[str]:

@@ -1,0 +1,97 @@
+"""A data dir holding N drawers, written directly through mempald's own store code (for 100k-drawer figures).
+
+Embedding 100k drawers takes hours on two cores, so search latency, footprint and startup at 100k are measured
+on a store filled here: real-shaped transcripts parsed by the real normalizer, drawers built by
+``build_drawers`` (real chunking, classification, payload), real BM25 vectors, and real-model dense vectors
+from ``DISTINCT`` embedded drawer texts re-used round-robin (brute-force search cost does not depend on the
+values). Then the real daemon is started on that data dir. Cached per size under ``CACHE`` and copied.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from _harness import exchange_lines
+
+if TYPE_CHECKING:
+    from mempald.drawers import Drawer
+
+CACHE = Path("/tmp/mempal-bench-cache")
+DISTINCT = 512
+
+
+def _drawers(n_drawers: int, count_tokens: Callable[[str], int], seed: int = 3) -> list[Drawer]:
+    from mempald.drawers import SourceInfo, build_drawers
+    from mempald.normalize.claude_code import parse_lines
+    from mempald.normalize.model import Line
+
+    rnd = random.Random(seed)
+    drawers: list[Drawer] = []
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    s = 0
+    while len(drawers) < n_drawers:
+        proj = s % 6
+        sid = str(uuid.UUID(int=rnd.getrandbits(128)))
+        path = f"/home/u/.claude/projects/-home-u-projects-app{proj}/{sid}.jsonl"
+        lines: list[Line] = []
+        off = 0
+        for i in range(80):
+            key = str(uuid.UUID(int=rnd.getrandbits(128)))
+            for raw in exchange_lines(rnd, sid, f"/home/u/projects/app{proj}", key,
+                                      start + timedelta(hours=6 * s, minutes=2 * i)):
+                b = raw.encode()
+                lines.append(Line(off, b))
+                off += len(b) + 1
+        info = SourceInfo(kind="claude_code", path=path, source_key="claude_code", machine="bench", user="u")
+        drawers.extend(build_drawers(parse_lines(lines), info, count_tokens, 250))
+        s += 1
+    return drawers[:n_drawers]
+
+
+def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
+    from mempald.drawers import index_text
+    from mempald.embed import Embedder
+    from mempald.sparse import Bm25Encoder
+    from mempald.store.base import PointData
+    from mempald.store.edge import EdgeStore
+
+    t0 = time.monotonic()
+    emb = Embedder(models_dir=data_dir / "models")
+    drawers = _drawers(n_drawers, emb.count_tokens)
+    t_build = time.monotonic() - t0
+    distinct = drawers[: min(DISTINCT, max(16, n_drawers // 10))]
+    texts = [emb.with_context(str(d.payload.get("context") or ""), d.text, 250) for d in distinct]
+    vecs = emb.embed(texts, batch_size=32).tolist()
+    bm25 = Bm25Encoder()
+    store = EdgeStore(data_dir / "store", emb.dim)
+    store.set_meta({"model": emb.info.model_id, "dim": emb.dim, "schema": 1, "created_at": time.time()})
+    t1 = time.monotonic()
+    batch: list[PointData] = []
+    for i, d in enumerate(drawers):
+        batch.append(PointData(d.id, d.payload, bm25.document(index_text(d.payload)), vecs[i % len(vecs)]))
+        if len(batch) == 256:
+            store.upsert(batch)
+            batch = []
+    store.upsert(batch)
+    store.close()
+    return {"drawers": len(drawers), "build_s": round(t_build, 1), "upsert_s": round(time.monotonic() - t1, 1)}
+
+
+def prefilled(data_dir: Path, n_drawers: int) -> dict[str, float]:
+    """Fill ``data_dir`` with ``n_drawers`` drawers (from the cache when present)."""
+    cached = CACHE / f"prefill-{n_drawers}"
+    info: dict[str, float] = {"drawers": n_drawers, "cached": 1.0}
+    if not (cached / "store" / "mempal-meta.json").is_file():
+        shutil.rmtree(cached, ignore_errors=True)
+        cached.mkdir(parents=True)
+        info = build(cached, n_drawers)
+        info["cached"] = 0.0
+    shutil.copytree(cached, data_dir, dirs_exist_ok=True)
+    return info

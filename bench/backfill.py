@@ -1,0 +1,129 @@
+"""Backfill throughput: a real daemon ingests N exchanges end to end, against fastembed alone on the same texts.
+
+    python bench/backfill.py [--n 10000] [--smoke] [--json PATH] [--keep]
+
+1. Writes N exchanges of real-shaped Claude Code transcripts (prompt, thinking, tool calls with results,
+   answer) into a fake ``~/.claude/projects``.
+2. Starts ``python -m mempald`` and polls ``status`` until every file is read and every drawer has its dense
+   vector (``file_backlog`` 0 and ``dense_backlog`` 0): that wall time, from process start, is the end-to-end
+   figure (exchanges/s and drawers/s). Peak RSS is the daemon's VmHWM.
+3. Reads back the exact texts the dense worker embedded (drawer text with its context, via the ``drawers``
+   method), stops the daemon, and times ``Embedder.embed`` alone on them, same order and batch size.
+   The ratio of the two rates (drawers/s) is the pipeline's efficiency (target: at least 0.85);
+   ``--alone-sample K`` times fastembed on every (N/K)-th text only, to halve a long run.
+Also checks that no embedded text is longer than the model reads (256 tokens with [CLS]/[SEP]).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from _harness import Daemon, bench_env, dir_size_mb, loadavg, parser, report, size, write_corpus
+
+
+def fetch_texts(d: Daemon) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    offset = None
+    while True:
+        page = d.call("drawers", {"limit": 1000, "offset": offset, "fields": ["text", "context", "ts"]})
+        out.extend(page["drawers"])
+        offset = page["next"]
+        if offset is None:
+            return out
+
+
+def main() -> None:
+    ap = parser(__doc__ or "", 10_000, 16)
+    ap.add_argument("--alone-sample", type=int, default=0,
+                    help="time fastembed alone on an evenly spaced sample of this many texts (default: all)")
+    args = ap.parse_args()
+    n = size(args)
+    load_start = loadavg()
+    with bench_env(keep=args.keep) as be:
+        corpus = write_corpus(be.projects, n)
+        d = Daemon(be).start(wait=False)
+        try:
+            ready_s = d.wait_ready()
+            t0 = d.started_at
+            keyword_done: float | None = None
+            max_backlog = 0
+            while True:
+                st = d.call("status")
+                max_backlog = max(max_backlog, st["dense_backlog"])
+                if keyword_done is None and st["scans"] >= 1 and st["file_backlog"] == 0:
+                    keyword_done = time.monotonic() - t0
+                if st["scans"] >= 1 and st["file_backlog"] == 0 and st["dense_backlog"] == 0:
+                    break
+                time.sleep(0.25 if n <= 1000 else 1.0)
+            total_s = time.monotonic() - t0
+            peak_mb = d.peak_rss_mb()
+            time.sleep(2.0)
+            idle_mb = d.rss_mb()
+            idle_split = d.rss_split_mb()
+            drawers = int(st["drawers"])
+            exchanges = sum(int(s["exchanges"]) for s in st["sources"])
+            rows = fetch_texts(d)
+        finally:
+            d.stop()
+        disk_mb = dir_size_mb(be.data_dir)
+
+        from mempald.embed import MAX_SEQ_LEN, Embedder
+
+        emb = Embedder(models_dir=be.data_dir / "models")
+        rows.sort(key=lambda r: -float(r.get("ts") or 0.0))  # the dense queue's order: newest first
+        texts = [emb.with_context(str(r.get("context") or ""), str(r["text"]), 250) for r in rows]
+        lengths = emb.count_tokens_batch(texts)
+        if 0 < args.alone_sample < len(texts):
+            step = len(texts) / args.alone_sample
+            texts = [texts[int(i * step)] for i in range(args.alone_sample)]
+        over = sum(1 for x in lengths if x > MAX_SEQ_LEN - 2)
+        emb.embed(texts[:32], batch_size=32)  # warm-up, like the daemon's first batch after load
+        t1 = time.monotonic()
+        for i in range(0, len(texts), 32):
+            emb.embed(texts[i : i + 32], batch_size=32)
+        alone_s = time.monotonic() - t1
+
+    result = {
+        "n_exchanges_written": corpus.exchanges,
+        "exchanges": exchanges,
+        "drawers": drawers,
+        "drawers_per_exchange": round(drawers / max(1, exchanges), 3),
+        "ready_s": round(ready_s, 2),
+        "keyword_done_s": round(keyword_done or 0.0, 2),
+        "end_to_end_s": round(total_s, 2),
+        "exchanges_per_s": round(exchanges / total_s, 2),
+        "drawers_per_s": round(drawers / total_s, 2),
+        "fastembed_alone_texts": len(texts),
+        "fastembed_alone_s": round(alone_s, 2),
+        "fastembed_drawers_per_s": round(len(texts) / alone_s, 2),
+        "ratio": round((drawers / total_s) / (len(texts) / alone_s), 3),
+        "peak_rss_mb": round(peak_mb, 1),
+        "idle_rss_after_mb": round(idle_mb, 1),
+        "idle_rss_after_split_mb": idle_split,
+        "disk_mb": round(disk_mb, 1),
+        "max_dense_backlog": max_backlog,
+        "embedded_tokens_max": max(lengths, default=0),
+        "embedded_tokens_mean": round(sum(lengths) / max(1, len(lengths)), 1),
+        "texts_over_model_length": over,
+        "loadavg_start": load_start,
+    }
+    report("backfill", [
+        ("exchanges / drawers", f"{exchanges} / {drawers}"),
+        ("daemon ready (s)", result["ready_s"]),
+        ("keyword-searchable all (s)", result["keyword_done_s"]),
+        ("end to end (s)", result["end_to_end_s"]),
+        ("exchanges/s end to end", result["exchanges_per_s"]),
+        ("drawers/s end to end", result["drawers_per_s"]),
+        ("fastembed alone texts/s", f"{result['fastembed_drawers_per_s']} (on {len(texts)} of the texts)"),
+        ("ratio (target >= 0.85)", result["ratio"]),
+        ("peak RSS / idle RSS after (MB)", f"{result['peak_rss_mb']} / {result['idle_rss_after_mb']}"),
+        ("disk (MB)", result["disk_mb"]),
+        ("embedded tokens mean / max", f"{result['embedded_tokens_mean']} / {result['embedded_tokens_max']}"),
+        ("texts longer than the model reads", over),
+        ("load at start", " ".join(f"{x:.2f}" for x in load_start)),
+    ], result, args.json)
+
+
+if __name__ == "__main__":
+    main()
