@@ -35,6 +35,9 @@ from mempald.store.base import (
 )
 
 META_FILE = "mempal-meta.json"
+# Search hits do not carry a drawer's indexing context (up to 1,200 characters each): less to copy out of
+# the store on every query (measured: about 4 ms of a 100k-drawer search).
+_HIT_PAYLOAD = qe.PayloadSelector.Exclude(["context"])
 
 
 def _sparse(v: SparseVec) -> qe.SparseVector:
@@ -165,10 +168,10 @@ class EdgeStore:
         reqs = []
         if dense is not None:
             reqs.append(qe.QueryRequest(query=qe.Query.Nearest([float(x) for x in dense], using=DENSE),
-                                        limit=limit, filter=flt, with_payload=True))
+                                        limit=limit, filter=flt, with_payload=_HIT_PAYLOAD))
         if sparse is not None and sparse.indices:
             reqs.append(qe.QueryRequest(query=qe.Query.Nearest(_sparse(sparse), using=SPARSE),
-                                        limit=limit, filter=flt, with_payload=True))
+                                        limit=limit, filter=flt, with_payload=_HIT_PAYLOAD))
         if not reqs:
             return [], []
         results = self._shard.query_batch(qe.QueryBatchRequest(reqs))

@@ -223,6 +223,10 @@ def _hits(points: Sequence[models.ScoredPoint]) -> list[Hit]:
 
 
 # the store ---------------------------------------------------------------------------------------------------
+# Search hits do not carry a drawer's indexing context (see edge.py).
+_HIT_PAYLOAD = models.PayloadSelectorExclude(exclude=["context"])
+
+
 class ServerStore:
     """The ``Store`` protocol over qdrant-client. See the module docstring for the choices made."""
 
@@ -491,10 +495,10 @@ class ServerStore:
         reqs: list[models.QueryRequest] = []
         if dense is not None:
             reqs.append(models.QueryRequest(query=_dense(dense), using=DENSE, filter=flt, limit=limit,
-                                            with_payload=True))
+                                            with_payload=_HIT_PAYLOAD))
         if sparse is not None and sparse.indices:
             reqs.append(models.QueryRequest(query=_sparse(sparse), using=SPARSE, filter=flt, limit=limit,
-                                            with_payload=True))
+                                            with_payload=_HIT_PAYLOAD))
         if not reqs:
             return [], []
         results = self._call("search", lambda: self._client.query_batch_points(self.collection, requests=reqs,
