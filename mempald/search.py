@@ -188,20 +188,23 @@ def _next_to(a: int, b: int) -> bool:
 
 def _add_neighbours(store: Store, top: list[tuple[str, float]], payloads: dict[str, Mapping[str, Any]],
                     filters: Filters) -> None:
-    """Fetch the drawers just before and after each top hit in its session (same filters)."""
+    """Fetch the drawers just before and after each top hit in its session (same filters), in one store call."""
+    around = []
     for hit_id, _score in top:
         p = payloads[hit_id]
         session = p.get("session_id")
         pos = p.get("position")
         if not session or not isinstance(pos, (int, float)):
             continue
-        flt = Filters(
-            wing=filters.wing, room=filters.room, source_kind=(str(p.get("source_kind")),), session_id=(str(session),),
-            position_min=float(pos) - 1, position_max=float(pos) + 1, since=filters.since, until=filters.until,
-        )
-        page, _ = store.scroll(flt, 64)
-        for nb in page:
-            payloads.setdefault(nb.id, nb.payload)
+        around.append(Filters(source_kind=(str(p.get("source_kind")),), session_id=(str(session),),
+                              position_min=float(pos) - 1, position_max=float(pos) + 1))
+    if not around:
+        return
+    flt = Filters(wing=filters.wing, room=filters.room, since=filters.since, until=filters.until,
+                  any_of=tuple(around))
+    page, _ = store.scroll(flt, 64 * len(around))
+    for nb in page:
+        payloads.setdefault(nb.id, nb.payload)
 
 
 def hit_dict(

@@ -84,6 +84,7 @@ class Filters:
     only_deleted: bool = False
     missing_dense: bool = False
     ids: tuple[str, ...] = field(default_factory=tuple)
+    any_of: tuple[Filters, ...] = ()  # and at least one of these (OR), e.g. several neighbourhoods at once
 
     def keyword_conditions(self) -> list[tuple[str, tuple[str, ...]]]:
         pairs = [

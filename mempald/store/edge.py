@@ -64,9 +64,10 @@ def build_filter(f: Filters) -> qe.Filter | None:
         must_not.append(qe.HasVectorCondition(DENSE))
     if f.ids:
         must.append(qe.HasIdCondition(set(f.ids)))
-    if not must and not must_not:
+    should: list[Any] = [sub for sub in (build_filter(a) for a in f.any_of) if sub is not None]
+    if not must and not must_not and not should:
         return None
-    return qe.Filter(must=must or None, must_not=must_not or None)
+    return qe.Filter(must=must or None, must_not=must_not or None, should=should or None)
 
 
 def _to_stored(rec: Any, with_vectors: bool) -> StoredPoint:

@@ -192,9 +192,10 @@ def build_filter(f: Filters) -> models.Filter | None:
         must_not.append(models.HasVectorCondition(has_vector=DENSE))
     if f.ids:
         must.append(models.HasIdCondition(has_id=list(f.ids)))
-    if not must and not must_not:
+    should: list[models.Condition] = [sub for sub in (build_filter(a) for a in f.any_of) if sub is not None]
+    if not must and not must_not and not should:
         return None
-    return models.Filter(must=must or None, must_not=must_not or None)
+    return models.Filter(must=must or None, must_not=must_not or None, should=should or None)
 
 
 def _sparse(v: SparseVec) -> models.SparseVector:
