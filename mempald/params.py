@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from client.protocol import INVALID_PARAMS, RpcError
+from client.protocol import FORBIDDEN, INVALID_PARAMS, NOT_FOUND, RpcError
 from mempald.search import parse_time
 from mempald.store.base import Filters
 
@@ -66,3 +68,19 @@ class Params:
             machine=self.texts("machine"),
             since=parse_time(self.raw.get("since"), "since"), until=parse_time(self.raw.get("until"), "until"),
         )
+
+
+def checked_path(raw: str) -> Path:
+    """An absolute, existing path, resolved (symlinks followed once, here, never later during a walk)."""
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise RpcError(INVALID_PARAMS, f"path must be absolute: {raw!r}")
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise RpcError(NOT_FOUND, f"no such file or directory: {raw}") from None
+    except (OSError, RuntimeError) as exc:
+        raise RpcError(INVALID_PARAMS, f"cannot resolve {raw}: {exc}") from None
+    if not os.access(resolved, os.R_OK):
+        raise RpcError(FORBIDDEN, f"{resolved} is not readable by the daemon's user")
+    return resolved

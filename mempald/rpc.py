@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-from client.protocol import FORBIDDEN, INVALID_PARAMS, NOT_FOUND, RpcError
+from client.protocol import FORBIDDEN, RpcError
 from mempald.palace import Palace
-from mempald.params import Params
+from mempald.params import Params, checked_path
 from mempald.queues import FRESH
 from mempald.search import SearchOptions, SearchRequest
 
@@ -71,22 +70,9 @@ async def _tunnels_for(p: Palace, hits: list[dict[str, Any]]) -> dict[str, list[
     return out
 
 
-def resolve_user_path(raw: str) -> Path:
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        raise RpcError(INVALID_PARAMS, f"path must be absolute: {raw!r}")
-    try:
-        resolved = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise RpcError(NOT_FOUND, f"no such file or directory: {raw}") from None
-    except (OSError, RuntimeError) as exc:
-        raise RpcError(INVALID_PARAMS, f"cannot resolve {raw}: {exc}") from None
-    return resolved
-
-
 async def ingest_file(p: Palace, params: Params) -> Any:
     """Ingest one watched file now (hooks call this with the transcript path); waits for the upsert."""
-    path = resolve_user_path(params.text("path", required=True))
+    path = checked_path(params.text("path", required=True))
     source = p.source_for(path)
     if source is None:
         raise RpcError(FORBIDDEN, f"{path} is not inside a watched source; add it with `mempal watch add`")

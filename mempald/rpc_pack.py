@@ -12,14 +12,13 @@ from client.protocol import INVALID_PARAMS, RpcError
 from mempald.pack import PackError
 from mempald.packing import run_pack, run_prune
 from mempald.palace import Palace
-from mempald.params import Params
-from mempald.rpc_sources import checked_dir
+from mempald.params import Params, checked_path
 
 Handler = Callable[[Palace, Params], Awaitable[Any]]
 
 
 async def pack(p: Palace, params: Params) -> Any:
-    root = checked_dir(params.text("dir", required=True))
+    root = checked_path(params.text("dir", required=True))
     if not await anyio.to_thread.run_sync(root.is_dir):
         raise RpcError(INVALID_PARAMS, f"{root} is not a directory")
     out = Path(params.text("output") or f"{root}/packed")
@@ -38,7 +37,7 @@ async def pack(p: Palace, params: Params) -> Any:
 
 
 async def pack_prune(p: Palace, params: Params) -> Any:
-    file = checked_dir(params.text("file", required=True))
+    file = checked_path(params.text("file", required=True))
     max_tokens = params.raw.get("max_tokens")
     min_imp = params.raw.get("min_importance")
     output = params.text("output")

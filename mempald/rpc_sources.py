@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,28 +15,12 @@ from mempald.classify import room_for_path
 from mempald.config import ConfigError, read_raw, write_raw
 from mempald.ingest import IngestResult
 from mempald.palace import Palace
-from mempald.params import Params
+from mempald.params import Params, checked_path
 from mempald.queues import FRESH
 from mempald.sources.registry import Source, resolve_sources
 
 Handler = Callable[[Palace, Params], Awaitable[Any]]
 MODES = ("convos", "projects", "pack")
-
-
-def checked_dir(raw: str) -> Path:
-    """An absolute, existing path, resolved (symlinks followed once, here, never later during a walk)."""
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        raise RpcError(INVALID_PARAMS, f"path must be absolute: {raw!r}")
-    try:
-        resolved = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise RpcError(NOT_FOUND, f"no such file or directory: {raw}") from None
-    except (OSError, RuntimeError) as exc:
-        raise RpcError(INVALID_PARAMS, f"cannot resolve {raw}: {exc}") from None
-    if not os.access(resolved, os.R_OK):
-        raise RpcError(FORBIDDEN, f"{resolved} is not readable by the daemon's user")
-    return resolved
 
 
 async def _apply_sources(p: Palace) -> None:
@@ -58,7 +41,7 @@ def _update_watch_list(change: Callable[[list[dict[str, Any]]], list[dict[str, A
 
 
 async def watch_add(p: Palace, params: Params) -> Any:
-    path = checked_dir(params.text("path", required=True))
+    path = checked_path(params.text("path", required=True))
     mode = params.text("mode") or "convos"
     if mode not in MODES:
         raise RpcError(INVALID_PARAMS, f"mode must be one of {', '.join(MODES)}")
@@ -106,7 +89,7 @@ async def watch_list(p: Palace, _params: Params) -> Any:
 
 async def mine(p: Palace, params: Params) -> Any:
     """One-off ingest of paths (files or folders) with a summary; ``dry_run`` lists what would be read."""
-    paths = [checked_dir(x) for x in params.texts("paths")]
+    paths = [checked_path(x) for x in params.texts("paths")]
     if not paths:
         raise RpcError(INVALID_PARAMS, "give paths")
     mode = params.text("mode") or "convos"
@@ -118,7 +101,7 @@ async def mine(p: Palace, params: Params) -> Any:
     summary: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {}, "errors": []}
     given_root = params.text("root")
     groups: list[tuple[Path, list[Path] | None]] = (
-        [(checked_dir(given_root), paths)] if given_root else [(root, None) for root in paths])
+        [(checked_path(given_root), paths)] if given_root else [(root, None) for root in paths])
     for root, only in groups:
         if only is not None and any(root not in f.parents and f != root for f in only):
             raise RpcError(FORBIDDEN, f"every path must be inside {root}")
@@ -163,7 +146,7 @@ def detect_rooms(root: Path) -> dict[str, str]:
 
 async def init(p: Palace, params: Params) -> Any:
     """Write ``DIR/mempal.toml`` with the project's wing and detected rooms (the user may edit it)."""
-    root = checked_dir(params.text("path", required=True))
+    root = checked_path(params.text("path", required=True))
     wing = params.text("wing") or root.name
     rooms = await anyio.to_thread.run_sync(detect_rooms, root)
     target = root / "mempal.toml"

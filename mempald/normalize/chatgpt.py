@@ -17,23 +17,19 @@ are dropped, never interleaved. One exchange per human prompt: the prompt and ev
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
-from mempald.normalize.model import Exchange, NormalizeError, strip_injected
+from mempald.normalize.common import MAX_ARG as _MAX_ARG
+from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
+from mempald.normalize.common import conversation_array
+from mempald.normalize.common import one_line as _one_line
+from mempald.normalize.model import Exchange, strip_injected
 
 SOURCE_KIND = "chatgpt"
 AGENT = "chatgpt"
 
 _SKIP_CONTENT = frozenset({"user_editable_context", "model_editable_context", "thoughts", "reasoning_recap"})
-_MAX_ARG = 120
-_MAX_RESULT = 160
-
-
-def _one_line(value: str, limit: int) -> str:
-    text = " ".join(value.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def iso_from_epoch(value: Any) -> str | None:
@@ -196,19 +192,7 @@ def parse_document(data: bytes, name: str = "") -> list[Exchange]:
 
     Raises NormalizeError only when the bytes are not a ChatGPT export at all.
     """
-    try:
-        root = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise NormalizeError(f"{name or 'document'}: not JSON ({type(exc).__name__})") from None
-    if isinstance(root, dict) and isinstance(root.get("conversations"), list):
-        root = root["conversations"]
-    if isinstance(root, dict):
-        root = [root]
-    if not isinstance(root, list):
-        raise NormalizeError(f"{name or 'document'}: not a ChatGPT export (root is {type(root).__name__})")
-    convs = [c for c in root if isinstance(c, dict) and isinstance(c.get("mapping"), dict)]
-    if root and not convs:
-        raise NormalizeError(f"{name or 'document'}: no ChatGPT conversation (no 'mapping') in the array")
+    convs = conversation_array(data, name, label="ChatGPT", marker="mapping", marker_type=dict)
     out: list[Exchange] = []
     for conv in convs:
         out.extend(parse_conversation(conv))

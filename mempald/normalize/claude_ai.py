@@ -19,27 +19,20 @@ messages that follow it on the visible branch.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from mempald.normalize.model import Exchange, NormalizeError, strip_injected
+from mempald.normalize.common import MAX_ARG as _MAX_ARG
+from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
+from mempald.normalize.common import as_str as _s
+from mempald.normalize.common import conversation_array
+from mempald.normalize.common import one_line as _one_line
+from mempald.normalize.model import Exchange, strip_injected
 
 SOURCE_KIND = "claude_ai"
 AGENT = "claude.ai"
 NULL_PARENT = "00000000-0000-4000-8000-000000000000"
 
 _ARG_KEYS = ("query", "path", "command", "url", "pattern", "title", "description", "code", "content")
-_MAX_ARG = 120
-_MAX_RESULT = 160
-
-
-def _one_line(value: str, limit: int) -> str:
-    text = " ".join(value.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _blocks(msg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -212,19 +205,7 @@ def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
 
 def parse_document(data: bytes, name: str = "") -> list[Exchange]:
     """Every conversation in a Claude.ai export file. NormalizeError only if it is not such a file at all."""
-    try:
-        root = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise NormalizeError(f"{name or 'document'}: not JSON ({type(exc).__name__})") from None
-    if isinstance(root, dict) and isinstance(root.get("conversations"), list):
-        root = root["conversations"]
-    if isinstance(root, dict):
-        root = [root]
-    if not isinstance(root, list):
-        raise NormalizeError(f"{name or 'document'}: not a Claude.ai export (root is {type(root).__name__})")
-    convs = [c for c in root if isinstance(c, dict) and isinstance(c.get("chat_messages"), list)]
-    if root and not convs:
-        raise NormalizeError(f"{name or 'document'}: no Claude.ai conversation (no 'chat_messages') in the array")
+    convs = conversation_array(data, name, label="Claude.ai", marker="chat_messages", marker_type=list)
     out: list[Exchange] = []
     for conv in convs:
         out.extend(parse_conversation(conv))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.model import Exchange, Line, strip_injected
 
 SOURCE_KIND = "claude_code"
@@ -27,7 +28,6 @@ _WRAPPERS = (
 _INTERRUPT = "[Request interrupted by user"
 _TOOL_ARG_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "description", "notebook_path",
                   "skill", "prompt")
-_MAX_RESULT = 160
 
 
 def _text_of(content: Any) -> str | None:
@@ -45,12 +45,6 @@ def _text_of(content: Any) -> str | None:
                 return None
         return "\n".join(parts) if parts else None
     return None
-
-
-def _one_line(value: Any, limit: int = _MAX_RESULT) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def tool_summary(name: str, tool_input: Any) -> str:

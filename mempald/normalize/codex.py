@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mempald.normalize.common import MAX_ARG as _MAX_ARG
+from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.model import Exchange, Line, strip_injected
 
 SOURCE_KIND = "codex"
@@ -51,22 +53,8 @@ _RESPONSE_ITEM_TYPES = frozenset({
     "custom_tool_call_output", "local_shell_call", "web_search_call", "ghost_snapshot",
 })
 _ARG_KEYS = ("cmd", "command", "path", "file_path", "query", "url", "pattern", "explanation", "prompt")
-_MAX_ARG = 120
-_MAX_RESULT = 160
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"^Exit code: (-?\d+)", re.MULTILINE)
-
-
-def _one_line(value: Any, limit: int = _MAX_RESULT) -> str:
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
-            text = str(type(value).__name__)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _loads(raw: bytes | str) -> Any:

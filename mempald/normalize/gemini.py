@@ -15,6 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mempald.normalize.common import MAX_ARG as _MAX_ARG
+from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
+from mempald.normalize.common import as_str as _s
+from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.model import Exchange, NormalizeError, strip_injected
 
 SOURCE_KIND = "gemini"
@@ -22,17 +26,6 @@ AGENT = "gemini"
 
 _ARG_KEYS = ("command", "file_path", "absolute_path", "path", "dir_path", "pattern", "query", "url", "prompt",
              "description")
-_MAX_ARG = 120
-_MAX_RESULT = 160
-
-
-def _one_line(value: str, limit: int) -> str:
-    text = " ".join(value.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def content_text(content: Any) -> str:

@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from mempald.normalize.common import as_str as _s
+from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.model import Exchange, NormalizeError, strip_injected
 
 SOURCE_KIND = "slack"
@@ -55,10 +57,6 @@ _MAX_DEPTH = 12
 def strip_tokens(text: str) -> str:
     """Remove ``t=xox...`` download-token parameters from every URL in ``text``."""
     return _TOKEN.sub(lambda m: m.group(1) if m.group(2) else "", text)
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _iso(ts: str) -> str | None:
@@ -174,11 +172,6 @@ def _block_text(node: Any, depth: int = 0) -> list[str]:
             if key == "fields":
                 out.append("\n")
     return out
-
-
-def _one_line(value: str, limit: int) -> str:
-    text = " ".join(value.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _speaker(msg: dict[str, Any], d: _Directory) -> str:
