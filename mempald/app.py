@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import IO
 
@@ -94,6 +95,9 @@ def run(settings: Settings) -> int:
 
 
 async def _main(palace: Palace) -> int:
+    # Worker threads (parsing, Qdrant Edge calls) hand the GIL back to the event loop every millisecond
+    # instead of every 5: `status` stays fast while files are being read.
+    sys.setswitchinterval(0.001)
     settings = palace.settings
     notifier = Notifier()
     path = socket_path()

@@ -32,7 +32,7 @@ from mempald.sources.reader import ReadResult, prefix_hash, read_lines
 from mempald.sources.registry import Source
 from mempald.sparse import Bm25Encoder
 from mempald.state import Cursor, State
-from mempald.store.base import Filters, PointData, Store, StoreError
+from mempald.store.base import Filters, PointData, Store, StoredPoint, StoreError
 
 log = logs.get("mempald.ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.redact.PLACEHOLDER)
@@ -349,7 +349,10 @@ class Ingestor:
         """The drawers whose content is new, and how many redaction placeholders their stored versions had."""
         if not drawers:
             return [], 0
-        existing = await self.runner.run(self.runner.store.retrieve, [d.id for d in drawers])
+        wanted = [d.id for d in drawers]
+        existing: list[StoredPoint] = []
+        for i in range(0, len(wanted), UPSERT_BATCH):  # small store calls: each holds the GIL while it runs
+            existing += await self.runner.run(self.runner.store.retrieve, wanted[i : i + UPSERT_BATCH])
         deleted = {p.id for p in existing if p.payload.get("status") == "deleted"}
         hashes = {p.id: p.payload.get("content_hash") for p in existing if p.id not in deleted}
         # Same content, new file (rotated, renamed, moved folder): only the citation moves, no re-embedding.
