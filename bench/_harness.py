@@ -54,7 +54,7 @@ class BenchEnv:
         return Path(self.env["MEMPAL_DATA_DIR"])
 
     def socket(self) -> Path:
-        return Path(self.env["MEMPAL_RUNTIME_DIR"]) / "mempald.sock"
+        return socket_of(self.env)
 
     def cleanup(self) -> None:
         shutil.rmtree(self.runtime, ignore_errors=True)
@@ -94,13 +94,7 @@ def bench_env(root: Path | None = None, keep: bool = False) -> Iterator[BenchEnv
 def socket_of(env: dict[str, str]) -> Path:
     from client.paths import socket_path
 
-    old = os.environ.copy()
-    try:
-        os.environ.update(env)
-        return socket_path()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    return socket_path(env)
 
 
 class Daemon:

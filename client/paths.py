@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 SOCKET_NAME = "mempald.sock"
 
 
-def runtime_dir() -> Path:
-    env = os.environ.get("MEMPAL_RUNTIME_DIR")
+def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The socket's directory for this environment (``os.environ`` by default)."""
+    environ = os.environ if environ is None else environ
+    env = environ.get("MEMPAL_RUNTIME_DIR")
     if env:
         return Path(env).expanduser()
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    xdg = environ.get("XDG_RUNTIME_DIR")
     if xdg and Path(xdg).is_dir():
         return Path(xdg) / "mempald"
     if sys.platform == "darwin":
@@ -26,8 +29,10 @@ def runtime_dir() -> Path:
     return Path("/tmp") / f"mempald-{os.getuid()}"
 
 
-def socket_path() -> Path:
-    env = os.environ.get("MEMPAL_SOCKET")
+def socket_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the daemon listens in this environment (``os.environ`` by default)."""
+    environ = os.environ if environ is None else environ
+    env = environ.get("MEMPAL_SOCKET")
     if env:
         return Path(env).expanduser()
-    return runtime_dir() / SOCKET_NAME
+    return runtime_dir(environ) / SOCKET_NAME

@@ -94,13 +94,7 @@ class Daemon:
         from client.connection import Connection
         from client.paths import socket_path
 
-        old = os.environ.copy()
-        try:
-            os.environ.update(self.env)
-            path = socket_path()
-        finally:
-            os.environ.clear()
-            os.environ.update(old)
+        path = socket_path(self.env)
         with Connection(path, timeout=timeout) as conn:
             return conn.call(method, params)
 

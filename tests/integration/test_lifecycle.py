@@ -20,13 +20,7 @@ from tests.integration.test_skeleton import assistant_line, user_line
 
 
 def _sock(d: Daemon) -> Path:
-    old = dict(os.environ)
-    os.environ.update(d.env)
-    try:
-        return socket_path()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    return socket_path(d.env)
 
 
 @pytest.mark.timeout(120)
