@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 from mempald.densify import DenseWorker  # noqa: E402
 from mempald.drawers import SourceInfo  # noqa: E402
 from mempald.embed import Embedder  # noqa: E402
-from mempald.ingest import Ingestor, StoreRunner  # noqa: E402
+from mempald.ingest import Ingestor  # noqa: E402
 from mempald.normalize.model import Exchange  # noqa: E402
 from mempald.queues import BACKFILL, DenseQueue  # noqa: E402
 from mempald.search import Searcher, SearchOptions, SearchRequest  # noqa: E402
@@ -47,6 +47,7 @@ from mempald.sparse import Bm25Encoder  # noqa: E402
 from mempald.state import State  # noqa: E402
 from mempald.store.base import Filters  # noqa: E402
 from mempald.store.edge import EdgeStore  # noqa: E402
+from mempald.store.runner import StoreRunner  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

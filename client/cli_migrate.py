@@ -36,7 +36,8 @@ def _local(args: argparse.Namespace) -> dict[str, Any]:
 
     from mempald.config import data_dir, load_settings
     from mempald.embed import DEFAULT_DIM
-    from mempald.migrate import migrate, open_location
+    from mempald.migrate import migrate
+    from mempald.store.locate import open_location
 
     settings = load_settings()
     source_spec = args.source or str(settings.store_path())

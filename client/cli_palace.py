@@ -108,18 +108,14 @@ def cmd_taxonomy(args: argparse.Namespace) -> int:
 
 
 def cmd_identity(args: argparse.Namespace) -> int:
-    path = Path(os.environ.get("MEMPAL_WAKEUP_IDENTITY_PATH") or _identity_path()).expanduser()
+    from mempald.config import load_settings  # light (platformdirs, tomllib): the same path the daemon reads
+
+    path = load_settings().identity_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         path.write_text("# Who I am\n\nWrite a few lines about yourself and how you like to work. "
                         "mempal puts this at the top of every wake-up (L0).\n")
     return subprocess.call([os.environ.get("EDITOR", "vi"), str(path)])
-
-
-def _identity_path() -> str:
-    base = os.environ.get("MEMPAL_CONFIG_DIR") or os.path.join(
-        os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "mempald")
-    return os.path.join(base, "identity.md")
 
 
 def cmd_kg(args: argparse.Namespace) -> int:

@@ -17,9 +17,9 @@ import anyio.to_thread
 
 from mempald import logs
 from mempald.embed import Embedder, Vectors
-from mempald.ingest import StoreRunner
 from mempald.queues import BACKFILL, DenseQueue
 from mempald.store.base import Filters, StoreError
+from mempald.store.runner import StoreRunner
 
 log = logs.get("mempald.dense")
 
@@ -49,14 +49,11 @@ class DenseWorker:
     async def requeue_missing(self) -> int:
         """Queue every drawer in the store that lacks a dense vector (newest first by timestamp)."""
         n = 0
-        offset: str | None = None
-        while True:
-            page, offset = await self.runner.run(self.runner.store.scroll, Filters(missing_dense=True), 1000, offset)
+        async for page in self.runner.pages(Filters(missing_dense=True)):
             for p in page:
                 self.queue.put(p.id, float(p.payload.get("ts") or 0.0), BACKFILL)
-                n += 1
-            if offset is None:
-                return n
+            n += len(page)
+        return n
 
     async def run(self) -> None:
         while True:

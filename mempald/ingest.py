@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -32,35 +32,14 @@ from mempald.sources.reader import ReadResult, prefix_hash, read_lines
 from mempald.sources.registry import Source
 from mempald.sparse import Bm25Encoder
 from mempald.state import Cursor, State
-from mempald.store.base import Filters, PointData, Store, StoredPoint, StoreError
+from mempald.store.base import Filters, PointData, StoredPoint, StoreError
+from mempald.store.runner import StoreRunner
 
 log = logs.get("mempald.ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.redact.PLACEHOLDER)
-T = TypeVar("T")
 
 JSONL_FORMATS = ("claude_code", "codex")
 UPSERT_BATCH = 32
-
-
-class StoreRunner:
-    """Every store call goes through here: one worker thread at a time, never the event loop."""
-
-    # Calls that can change the drawer count or the wing/room facets (``status`` caches those).
-    WRITES = frozenset({"upsert", "delete", "set_payload"})
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.limiter = anyio.CapacityLimiter(1)
-        self.writes = 0  # bumped by every call that may change counts or facets
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        if getattr(fn, "__name__", "") in self.WRITES:
-            self.writes += 1
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
-
-    @property
-    def busy(self) -> bool:
-        return self.limiter.borrowed_tokens > 0 or self.limiter.statistics().tasks_waiting > 0
 
 
 @dataclass(slots=True)
@@ -223,7 +202,7 @@ class Ingestor:
     async def _ingest_document(self, path: Path, source: Source, fmt: str, lane: int, res: IngestResult) -> None:
         st = await anyio.to_thread.run_sync(path.stat)
         cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
-        if cur and cur.inode == st.st_ino and cur.size == st.st_size and cur.mtime == st.st_mtime:
+        if cur and cur.same_file(st):
             return
         data = await anyio.to_thread.run_sync(path.read_bytes)
         # The full path names the session: two notes.md in different folders are different sessions.
@@ -238,7 +217,7 @@ class Ingestor:
         """Code and notes: a changed file is re-chunked and its old drawers replaced."""
         st = await anyio.to_thread.run_sync(path.stat)
         cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
-        if cur and cur.inode == st.st_ino and cur.size == st.st_size and cur.mtime == st.st_mtime:
+        if cur and cur.same_file(st):
             return
         project = await anyio.to_thread.run_sync(project_settings, source.root)
         exchanges, skipped = await anyio.to_thread.run_sync(project_exchanges, path, source.root, st.st_size)

@@ -25,13 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempald import logs
 from mempald.store.base import Filters, PointData, SparseVec, Store, StoredPoint, StoreError
-
-if TYPE_CHECKING:
-    from mempald.config import Settings
 
 log = logs.get("mempald.migrate")
 
@@ -245,20 +242,3 @@ def _same_sparse(a: SparseVec | None, b: SparseVec | None, tol: float) -> bool:
     da = dict(zip(a.indices, a.values, strict=True)) if a is not None else {}
     db = dict(zip(b.indices, b.values, strict=True)) if b is not None else {}
     return da.keys() == db.keys() and all(abs(da[k] - db[k]) <= tol for k in da)
-
-
-def open_location(spec: str, settings: Settings, dim: int) -> Store:
-    """Open the store named by a ``--to``/``--from`` argument: ``http(s)://...``, ``:memory:`` and ``path:/dir``
-    name a server collection (``settings.store.collection``, the API key from the usual settings); anything
-    else is a folder holding an embedded store (``edge:/dir`` is accepted too)."""
-    import dataclasses
-
-    if spec.startswith(("http://", "https://", "path:")) or spec == ":memory:":
-        from mempald.store.server import ServerStore
-
-        store_settings = dataclasses.replace(settings.store, url=spec)
-        return ServerStore.from_settings(dataclasses.replace(settings, store=store_settings), dim)
-    from mempald.store.edge import EdgeStore
-
-    folder = spec[len("edge:"):] if spec.startswith("edge:") else spec
-    return EdgeStore(Path(folder).expanduser(), dim)

@@ -21,7 +21,7 @@ from mempald import __version__, faults, logs
 from mempald.config import Settings, data_dir
 from mempald.densify import DenseWorker
 from mempald.embed import Embedder
-from mempald.ingest import Ingestor, StoreRunner
+from mempald.ingest import Ingestor
 from mempald.queues import BACKFILL, FRESH, DenseQueue, FileQueue
 from mempald.search import Searcher
 from mempald.sources.registry import Source, folder_signature, resolve_sources
@@ -29,20 +29,11 @@ from mempald.sources.watch import Watcher
 from mempald.sparse import Bm25Encoder
 from mempald.state import Cursor, State
 from mempald.store.base import Filters, Store, StoreError
+from mempald.store.locate import open_store
+from mempald.store.runner import StoreRunner
 from mempald.taxonomy import load_taxonomy
 
 log = logs.get("mempald.palace")
-
-
-def open_store(settings: Settings, dim: int) -> Store:
-    if settings.store.url:
-        from mempald.store.server import ServerStore
-
-        server: Store = ServerStore.from_settings(settings, dim)
-        return server
-    from mempald.store.edge import EdgeStore
-
-    return EdgeStore(settings.store_path(), dim)
 
 
 class Palace:
@@ -163,7 +154,7 @@ class Palace:
                 except OSError:
                     continue
                 cur = cursors.get(str(path))
-                if cur is None or cur.size != st.st_size or cur.inode != st.st_ino or cur.mtime != st.st_mtime:
+                if cur is None or not cur.same_file(st):
                     found.append((st.st_mtime, path))
         except OSError as exc:
             log.warning("scan_failed", source=source.key, error=str(exc))

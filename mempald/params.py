@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from client.protocol import FORBIDDEN, INVALID_PARAMS, NOT_FOUND, RpcError
 from mempald.search import parse_time
 from mempald.store.base import Filters
+
+if TYPE_CHECKING:
+    from mempald.palace import Palace
 
 
 class Params:
@@ -84,3 +87,7 @@ def checked_path(raw: str) -> Path:
     if not os.access(resolved, os.R_OK):
         raise RpcError(FORBIDDEN, f"{resolved} is not readable by the daemon's user")
     return resolved
+
+
+# A socket method: the palace and its typed params in, a JSON-serialisable result out.
+Handler = Callable[["Palace", Params], Awaitable[Any]]

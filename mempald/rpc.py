@@ -8,16 +8,13 @@ and a logged traceback (``server``).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from client.protocol import FORBIDDEN, RpcError
 from mempald.palace import Palace
-from mempald.params import Params, checked_path
+from mempald.params import Handler, Params, checked_path
 from mempald.queues import FRESH
 from mempald.search import SearchOptions, SearchRequest
-
-Handler = Callable[[Palace, Params], Awaitable[Any]]
 
 
 async def status(p: Palace, _params: Params) -> Any:

@@ -18,7 +18,7 @@ import dataclasses
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,11 +28,9 @@ import anyio.to_thread
 
 from mempald.cowork import AGENTS, MAX_PENDING, SENDERS, CoworkInbox, Drained, Message, check_agent, peek_partner
 from mempald.palace import Palace
-from mempald.params import Params
+from mempald.params import Handler, Params
 from mempald.search import SearchOptions, SearchRequest
 from mempald.state import State
-
-Handler = Callable[[Palace, Params], Awaitable[Any]]
 
 RECALL_CANDIDATES = 10
 RECALL_QUERY_CHARS = 1000  # the model reads 256 tokens; the head of a long prompt carries its topic

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,9 +11,7 @@ from client.protocol import INVALID_PARAMS, RpcError
 from mempald.pack import PackError
 from mempald.packing import run_pack, run_prune
 from mempald.palace import Palace
-from mempald.params import Params, checked_path
-
-Handler = Callable[[Palace, Params], Awaitable[Any]]
+from mempald.params import Handler, Params, checked_path
 
 
 async def pack(p: Palace, params: Params) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,13 +17,12 @@ from mempald.kg import KGError, KnowledgeGraph
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import wing_from_cwd
 from mempald.palace import Palace
-from mempald.params import Params
+from mempald.params import Handler, Params
 from mempald.queues import BACKFILL, FRESH
 from mempald.search import parse_time
 from mempald.store.base import Filters
 from mempald.taxonomy import load_taxonomy, save_taxonomy, taxonomy_path
 
-Handler = Callable[[Palace, Params], Awaitable[Any]]
 DUPLICATE_THRESHOLD = 0.92
 MEMORY_TYPES = ("decision", "preference", "milestone", "problem", "emotional")
 
@@ -120,12 +118,8 @@ async def purge(p: Palace, params: Params) -> Any:
     before = parse_time(params.raw.get("before"), "before")
     dry_run = params.flag("dry_run")
     victims: list[str] = []
-    offset: str | None = None
-    while True:
-        page, offset = await p.runner.run(p.runner.store.scroll, Filters(only_deleted=True), 500, offset)
+    async for page in p.runner.pages(Filters(only_deleted=True)):
         victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
-        if offset is None:
-            break
     if not dry_run and victims:
         for i in range(0, len(victims), 500):
             await p.runner.run(p.runner.store.delete, Filters(ids=tuple(victims[i : i + 500]), include_deleted=True))
@@ -138,16 +132,11 @@ async def reindex(p: Palace, params: Params) -> Any:
     """Re-embed every drawer with the configured model; resumable (drawers without a dense vector are
     found again on restart) and visible in ``status`` as the dense backlog."""
     n = 0
-    offset: str | None = None
-    while True:
-        page, offset = await p.runner.run(p.runner.store.scroll, Filters(include_deleted=True), 500, offset)
-        ids = [pt.id for pt in page]
-        await p.runner.run(p.runner.store.clear_dense, ids)
+    async for page in p.runner.pages(Filters(include_deleted=True)):
+        await p.runner.run(p.runner.store.clear_dense, [pt.id for pt in page])
         for pt in page:
             p.dense.put(pt.id, float(pt.payload.get("ts") or 0), BACKFILL)
-        n += len(ids)
-        if offset is None:
-            break
+        n += len(page)
     meta = await p.runner.run(p.runner.store.get_meta)
     meta.update({"model": p.embedder.info.model_id, "dim": p.embedder.dim, "reindexed_at": time.time()})
     await p.runner.run(p.runner.store.set_meta, meta)
@@ -156,19 +145,18 @@ async def reindex(p: Palace, params: Params) -> Any:
 
 # layers ------------------------------------------------------------------------------------------------------
 async def _wing_drawers(p: Palace, wing: str, room: str | None = None, cap: int = 5000) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
+    """Candidates for the wake-up layers: the wing's important drawers (importance >= 3), or all of them
+    when it has fewer than 40 of those; at most ``cap``."""
     for min_imp in (3.0, None):
-        offset: str | None = None
+        out: list[tuple[str, Any]] = []
         flt = Filters(wing=(wing,), room=(room,) if room else (), min_importance=min_imp)
-        while len(out) < cap:
-            page, offset = await p.runner.run(p.runner.store.scroll, flt, 500, offset)
+        async for page in p.runner.pages(flt):
             out += [(pt.id, pt.payload) for pt in page if pt.payload.get("kind") != "aaak"]
-            if offset is None:
+            if len(out) >= cap:
                 break
         if len(out) >= 40:
             break
-        out = [] if min_imp is not None else out
-    return out
+    return out[:cap]
 
 
 async def wake_up(p: Palace, params: Params) -> Any:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,10 @@ from mempald.classify import room_for_path
 from mempald.config import ConfigError, read_raw, write_raw
 from mempald.ingest import IngestResult
 from mempald.palace import Palace
-from mempald.params import Params, checked_path
+from mempald.params import Handler, Params, checked_path
 from mempald.queues import FRESH
 from mempald.sources.registry import Source, resolve_sources
 
-Handler = Callable[[Palace, Params], Awaitable[Any]]
 MODES = ("convos", "projects", "pack")
 
 
@@ -173,7 +172,8 @@ async def migrate_store(p: Palace, params: Params) -> Any:
     import dataclasses
 
     from mempald.config import data_dir
-    from mempald.migrate import migrate, open_location
+    from mempald.migrate import migrate
+    from mempald.store.locate import open_location
 
     to = params.text("to", required=True)
     dst = await anyio.to_thread.run_sync(open_location, to, p.settings, p.embedder.dim)

@@ -27,9 +27,9 @@ import anyio.to_thread
 from client.protocol import INVALID_PARAMS, RpcError
 from mempald import fusion
 from mempald.embed import Embedder
-from mempald.ingest import StoreRunner
 from mempald.sparse import Bm25Encoder
 from mempald.store.base import Filters, Hit, Store
+from mempald.store.runner import StoreRunner
 
 HIT_FIELDS = (
     "wing", "room", "memory_type", "source_kind", "source_path", "session_id", "agent", "timestamp",

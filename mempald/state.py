@@ -7,6 +7,7 @@ Other features (cowork inbox, knowledge graph) keep their tables in the same dat
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -56,6 +57,10 @@ class Cursor:
     prefix_hash: str
     context: dict[str, str]
     exchanges: int = 0
+
+    def same_file(self, st: os.stat_result) -> bool:
+        """The file is the one this cursor last saw, unchanged (same inode, size and mtime)."""
+        return (self.inode, self.size, self.mtime) == (st.st_ino, st.st_size, st.st_mtime)
 
 
 class State:

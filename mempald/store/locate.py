@@ -1,0 +1,29 @@
+"""Opening a store by name: a Qdrant server or in-process collection, or an embedded store folder."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from mempald.config import Settings
+from mempald.store.base import Store
+
+
+def open_store(settings: Settings, dim: int) -> Store:
+    """The store the settings name: ``store.url`` when set, else the embedded store in ``store.path``."""
+    return open_location(settings.store.url or str(settings.store_path()), settings, dim)
+
+
+def open_location(spec: str, settings: Settings, dim: int) -> Store:
+    """Open the store named by a ``--to``/``--from`` argument: ``http(s)://...``, ``:memory:`` and ``path:/dir``
+    name a server collection (``settings.store.collection``, the API key from the usual settings); anything
+    else is a folder holding an embedded store (``edge:/dir`` is accepted too)."""
+    if spec.startswith(("http://", "https://", "path:")) or spec == ":memory:":
+        from mempald.store.server import ServerStore
+
+        store_settings = dataclasses.replace(settings.store, url=spec)
+        return ServerStore.from_settings(dataclasses.replace(settings, store=store_settings), dim)
+    from mempald.store.edge import EdgeStore
+
+    folder = spec[len("edge:"):] if spec.startswith("edge:") else spec
+    return EdgeStore(Path(folder).expanduser(), dim)
