@@ -53,6 +53,14 @@ def status(st: dict[str, Any]) -> str:
         f"  drawers: {st.get('drawers')}   dense backlog: {st.get('dense_backlog')}"
         f"   file backlog: {st.get('file_backlog')}",
     ]
+    index = st.get("index") or {}
+    if index.get("state") == "building":
+        lines.append("  index: building in a separate process (search stays available)")
+    elif index.get("builds"):
+        last = index.get("last") or {}
+        lines.append(f"  index: built {index['builds']}x, last in {last.get('build_s')} s")
+    if index.get("last_error"):
+        lines.append(f"  index: last build failed: {index['last_error']}")
     wings = st.get("wings") or {}
     if wings:
         lines.append("  wings: " + ", ".join(f"{k} ({v})" for k, v in sorted(wings.items(), key=lambda t: -t[1])))

@@ -134,6 +134,7 @@ async def _main(palace: Palace) -> int:
             tg.start_soon(_catch_up, palace)
             tg.start_soon(palace.reconcile_loop)
             tg.start_soon(palace.pack_loop)
+            tg.start_soon(palace.index_loop)
             interval = notifier.watchdog_interval()
             if interval:
                 tg.start_soon(_watchdog, notifier, interval)

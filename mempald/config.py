@@ -72,6 +72,12 @@ class StoreSettings:
     timeout_s: float = 10.0
     shard_number: int = 0  # 0: let the server decide
     replication_factor: int = 0
+    # Embedded store only: keep the shard in a child process, so no Qdrant Edge call holds the daemon's GIL.
+    process: bool = True
+    # Embedded store only: build the vector indexes (in a separate process, swapped in when done) once this
+    # many vectors are not indexed and the daemon is idle; 0 = never (brute-force search, more memory).
+    index_after: int = 20_000
+    index_quiet_s: float = 30.0  # ... and nothing has been queued for this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +279,10 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("ingest.event_buffer: must be at least 1")
     if s.ingest.reconcile_interval_s <= 0:
         raise ConfigError("ingest.reconcile_interval_s: must be positive")
+    if s.store.index_after < 0:
+        raise ConfigError("store.index_after: must be 0 (never) or a number of vectors")
+    if s.store.index_quiet_s < 0:
+        raise ConfigError("store.index_quiet_s: must be 0 or more seconds")
     if s.daemon.max_line_bytes < 1024:
         raise ConfigError("daemon.max_line_bytes: must be at least 1024")
     url = s.store.url

@@ -29,6 +29,7 @@ from mempald.sources.watch import Watcher
 from mempald.sparse import Bm25Encoder
 from mempald.state import Cursor, State
 from mempald.store.base import Filters, Store, StoreError
+from mempald.store.hosted import HostedEdgeStore, rebuild_index
 from mempald.store.locate import open_store
 from mempald.store.runner import StoreRunner
 from mempald.taxonomy import load_taxonomy
@@ -70,13 +71,17 @@ class Palace:
         self.cache: dict[str, Any] = {}
         self.pack_pending: dict[str, float] = {}
         self.ingestor.room_keywords = load_taxonomy()
+        # The embedded store's child process, when there is one (its index is rebuilt by ``index_loop``).
+        self.hosted: HostedEdgeStore | None = None
+        self.index: dict[str, Any] = {"state": "idle", "builds": 0, "last": {}, "last_error": ""}
 
     @classmethod
     def open(cls, settings: Settings) -> Palace:
         """Blocking: load the model, open the store and the state database."""
         ddir = data_dir()
         embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
-        store = faults.wrap_store(open_store(settings, embedder.dim))  # inert unless MEMPAL_FAULTS is set
+        hosted = open_store(settings, embedder.dim, daemon=True)
+        store = faults.wrap_store(hosted)  # inert unless MEMPAL_FAULTS is set
         meta = store.get_meta()
         if meta.get("model") and meta["model"] != embedder.info.model_id:
             store.close()
@@ -88,7 +93,9 @@ class Palace:
             store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": 1,
                             "created_at": time.time()})
         state = State(ddir / "state.sqlite3")
-        return cls(settings, embedder, store, state)
+        palace = cls(settings, embedder, store, state)
+        palace.hosted = hosted if isinstance(hosted, HostedEdgeStore) else None
+        return palace
 
     def close(self) -> None:
         try:
@@ -250,6 +257,48 @@ class Palace:
                 except Exception as exc:
                     log.warning("pack_failed", source=key, error=str(exc))
 
+    def idle(self) -> bool:
+        return not (len(self.dense) or self.densifier.in_flight or len(self.files) or self.files.active)
+
+    async def index_loop(self) -> None:
+        """Rebuild the embedded store's indexes in a separate process (``mempald.store.hosted``) once
+        ``store.index_after`` vectors are not indexed and the daemon has been idle for ``store.index_quiet_s``."""
+        store = self.hosted
+        threshold = self.settings.store.index_after
+        quiet_s = self.settings.store.index_quiet_s
+        check_s = min(10.0, max(0.2, quiet_s / 3))
+        if store is None or threshold <= 0:
+            return
+        baseline = 0  # vectors left unindexed by the last build (drawers still without a dense vector)
+        idle_since: float | None = None
+        while True:
+            await anyio.sleep(check_s)
+            if not self.idle():
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since < quiet_s:
+                continue
+            _, unindexed = await self.runner.run(store.index_state)
+            if unindexed - baseline < threshold:
+                continue
+            self.index["state"] = "building"
+            log.info("index_build_started", unindexed=unindexed)
+            try:
+                res = await rebuild_index(self.runner, store)
+            except StoreError as exc:
+                self.index["last_error"] = str(exc)
+                log.warning("index_build_failed", error=str(exc))
+                await anyio.sleep(max(quiet_s, 600.0))  # not again at once: the next build waits
+                continue
+            finally:
+                self.index["state"] = "idle"
+            self.index["builds"] += 1
+            self.index["last"] = res
+            self.index["last_error"] = ""
+            _, baseline = await self.runner.run(store.index_state)
+            log.info("index_built", unindexed_after=baseline, **res)
+
     async def reconcile_loop(self) -> None:
         interval = self.settings.ingest.reconcile_interval_s
         while True:
@@ -321,6 +370,7 @@ class Palace:
             "dense_rate": round(self.densifier.rate, 2),
             "file_backlog": len(self.files) + self.files.active,
             "scans": self.scans_done,
+            "index": {**self.index, "store_pids": self.hosted.pids if self.hosted else []},
             "sources": sources,
             "warnings": [w for w in (self.ingestor.store_warning,) if w],
         }

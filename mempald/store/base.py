@@ -96,7 +96,8 @@ class Filters:
 
 
 class Store(Protocol):
-    """What the daemon needs from a backend. Implementations: ``edge.EdgeStore``, ``server.ServerStore``."""
+    """What the daemon needs from a backend. Implementations: ``edge.EdgeStore`` (in the daemon through
+    ``hosted.HostedEdgeStore``, its child process), ``server.ServerStore``."""
 
     location: str
 

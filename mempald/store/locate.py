@@ -9,8 +9,13 @@ from mempald.config import Settings
 from mempald.store.base import Store
 
 
-def open_store(settings: Settings, dim: int) -> Store:
-    """The store the settings name: ``store.url`` when set, else the embedded store in ``store.path``."""
+def open_store(settings: Settings, dim: int, *, daemon: bool = False) -> Store:
+    """The store the settings name: ``store.url`` when set, else the embedded store in ``store.path`` (for the
+    daemon, in a child process unless ``store.process`` is off)."""
+    if daemon and not settings.store.url and settings.store.process:
+        from mempald.store.hosted import HostedEdgeStore
+
+        return HostedEdgeStore(settings.store_path(), dim)
     return open_location(settings.store.url or str(settings.store_path()), settings, dim)
 
 

@@ -17,11 +17,13 @@ import pytest
 from mempald.sparse import Bm25Encoder
 from mempald.store.base import DELETED, LIVE, Filters, PointData, SparseVec, Store, StoreError
 from mempald.store.edge import EdgeStore
+from mempald.store.hosted import HostedEdgeStore
 from mempald.store.server import ServerStore
 
 DIM = 8
-BACKENDS = ["edge", "memory", "path"]
-ON_DISK = ["edge", "path"]
+# "hosted" is the embedded store kept in a child process, as the daemon runs it (mempald.store.hosted).
+BACKENDS = ["edge", "hosted", "memory", "path"]
+ON_DISK = ["edge", "hosted", "path"]
 
 TEXTS = [
     ("alpha", "auth", "decision", "laptop", "We decided to use JWT tokens for the login service"),
@@ -66,21 +68,25 @@ def corpus(seed: int = 7) -> list[PointData]:
 Opener = Callable[[], Store]
 
 
+def make_store(kind: str, folder: Path) -> Store:
+    if kind == "edge":
+        return EdgeStore(folder / "edge", DIM)
+    if kind == "hosted":
+        return HostedEdgeStore(folder / "edge", DIM)
+    if kind == "memory":
+        return ServerStore(":memory:", DIM)
+    return ServerStore(f"path:{folder / 'qdrant'}", DIM)
+
+
 @pytest.fixture(params=BACKENDS)
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     kind: str = request.param
     opened: list[Store] = []
 
     def open_store() -> Store:
-        store: Store
-        if kind == "edge":
-            store = EdgeStore(tmp_path / "edge", DIM)
-        elif kind == "memory":
-            if opened:
-                pytest.skip(":memory: keeps nothing across a reopen")
-            store = ServerStore(":memory:", DIM)
-        else:
-            store = ServerStore(f"path:{tmp_path / 'qdrant'}", DIM)
+        if kind == "memory" and opened:
+            pytest.skip(":memory: keeps nothing across a reopen")
+        store = make_store(kind, tmp_path)
         opened.append(store)
         return store
 
@@ -104,14 +110,7 @@ def filled(store: Store) -> Store:
 def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """One filled store per backend for the tests that only read (opening an Edge shard costs fsyncs)."""
     kind: str = request.param
-    folder = tmp_path_factory.mktemp(f"shared-{kind}")
-    store: Store
-    if kind == "edge":
-        store = EdgeStore(folder / "edge", DIM)
-    elif kind == "memory":
-        store = ServerStore(":memory:", DIM)
-    else:
-        store = ServerStore(f"path:{folder / 'qdrant'}", DIM)
+    store = make_store(kind, tmp_path_factory.mktemp(f"shared-{kind}"))
     store.upsert(corpus())
     yield store
     store.close()
@@ -332,13 +331,7 @@ def test_meta_round_trip(store: Store) -> None:
 
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_close_is_idempotent(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    store: Store
-    if kind == "edge":
-        store = EdgeStore(tmp_path / "edge", DIM)
-    elif kind == "memory":
-        store = ServerStore(":memory:", DIM)
-    else:
-        store = ServerStore(f"path:{tmp_path / 'qdrant'}", DIM)
+    store = make_store(kind, tmp_path)
     store.upsert(corpus()[:1])
     store.flush()
     store.close()

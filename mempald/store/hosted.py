@@ -1,0 +1,328 @@
+"""The daemon's embedded store, kept in a child process, and the index rebuild that swaps in a faster shard.
+
+Why a child process: every Qdrant Edge call holds the GIL (a 100k-drawer shard load takes seconds, an index
+build minutes), so a store opened in the daemon freezes its event loop whenever it works hard. Here the
+daemon only pickles calls over a socket pair (``mempald.store.host``) and waits with the GIL released.
+
+The index rebuild (``rebuild_index``), run when enough drawers are not indexed yet and the daemon is idle:
+
+1. the host flushes and copies its shard folder (writes wait for the copy; searches are served before and
+   after it); from then on every write is also kept in a journal, in order;
+2. ``python -m mempald.store.host build`` builds the HNSW and sparse indexes on the copy, at low priority;
+3. a second host opens the built copy; the journal is replayed into it and flushed;
+4. ``CURRENT`` is switched to the new folder (one atomic rename), calls go to the new host, the old host
+   closes and its folder is removed.
+
+A crash before step 4 leaves the old shard current and complete (it got every write); after it, the new
+shard has the copy plus the replayed journal. Leftover folders are removed when the daemon next starts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mempald import logs
+from mempald.store.base import Filters, Hit, PointData, SparseVec, StoredPoint, StoreError
+from mempald.store.edge import LEGACY_SHARD, current_shard, set_current_shard
+from mempald.store.runner import StoreRunner
+
+log = logs.get("mempald.store")
+
+BUILDING = ".building"
+# Writes kept for replay during one rebuild (points); past this the rebuild is dropped and retried later.
+JOURNAL_MAX_POINTS = 50_000
+START_TIMEOUT_S = 120.0
+START_ATTEMPTS = 5
+
+
+class HostGone(StoreError):
+    """The store process died or closed its socket."""
+
+
+def child_env() -> dict[str, str]:
+    """The daemon's environment, with this ``mempald`` first on the path (a source checkout run with
+    ``python -m mempald`` starts the same code in its children)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+class _Host:
+    """One ``mempald.store.host serve`` process and the daemon's end of its socket pair."""
+
+    def __init__(self, path: Path, dim: int, shard: str | None) -> None:
+        ours, theirs = socket.socketpair()
+        cmd = [sys.executable, "-m", "mempald.store.host", "serve", "--fd", str(theirs.fileno()),
+               "--path", str(path), "--dim", str(dim)]
+        if shard:
+            cmd += ["--shard", shard]
+        try:
+            self.proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=child_env())
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self.lock = threading.Lock()
+        self.shard = shard or ""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        try:
+            if not self.conn.poll(timeout):
+                raise StoreError(f"the store process did not open the store within {timeout:.0f} s")
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            code = self.proc.wait(5)
+            raise HostGone(f"the store process exited ({code}) before it opened the store") from None
+        except StoreError:
+            self.close(timeout=1)
+            raise
+        if msg[0] != "ready":
+            self.close(timeout=5)
+            raise StoreError(str(msg[2]))
+        self.shard = str(msg[1]["shard"])
+
+    def call(self, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        with self.lock:
+            try:
+                self.conn.send((method, args, dict(kwargs)))
+                reply = self.conn.recv()
+            except (EOFError, OSError) as exc:
+                raise HostGone(f"the store process is gone ({exc or 'closed'})") from None
+        if reply[0] == "ok":
+            return reply[1]
+        kind, message = reply[1], reply[2]
+        raise StoreError(message if kind == "store" else f"{kind}: {message}")
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Close the socket: the host flushes, closes its shard and exits."""
+        with self.lock:
+            self.conn.close()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def remove_stale_shards(path: Path) -> list[str]:
+    """Remove shard folders a rebuild left behind (not the current one). Only while nothing else uses them."""
+    current = current_shard(path)
+    removed = []
+    for entry in path.iterdir() if path.is_dir() else ():
+        name = entry.name
+        stale = name.endswith(BUILDING) or (
+            name != current and (name == LEGACY_SHARD or name.startswith(LEGACY_SHARD + "-"))
+        )
+        if stale and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+class HostedEdgeStore:
+    """The ``Store`` contract, answered by a child process that owns the Qdrant Edge shard."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        self.path = path
+        self.dim = dim
+        self.location = f"edge:{path}"
+        path.mkdir(parents=True, exist_ok=True)
+        removed = remove_stale_shards(path)
+        if removed:
+            log.info("stale_shards_removed", folders=removed)
+        self._journal: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
+        self._journal_points = 0
+        self._host = self._start(None)
+
+    def _start(self, shard: str | None) -> _Host:
+        """Start a host; retried briefly, as a host of a daemon that just died may still hold the shard."""
+        for attempt in range(START_ATTEMPTS):
+            host = _Host(self.path, self.dim, shard)
+            try:
+                host.wait_ready()
+                return host
+            except StoreError as exc:
+                held = any(w in str(exc).lower() for w in ("wouldblock", "lock"))  # the WAL's file lock
+                if attempt == START_ATTEMPTS - 1 or not held:
+                    raise
+                time.sleep(1.0)
+        raise AssertionError("unreachable")
+
+    @property
+    def pids(self) -> list[int]:
+        return [self._host.pid]
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._host.call(method, args, kwargs)
+        except HostGone as exc:
+            # Every call is safe to repeat (writes are upserts by id, deletes by filter): restart, retry once.
+            log.warning("store_process_restarted", reason=str(exc), pid=self._host.pid)
+            self._host.close(timeout=5)
+            self._host = self._start(self._host.shard)
+            return self._host.call(method, args, kwargs)
+
+    def _write(self, method: str, *args: Any) -> None:
+        self._call(method, *args)
+        if self._journal is not None:
+            self._journal.append((method, args, {}))
+            self._journal_points += len(args[0]) if isinstance(args[0], Sequence) else 1
+            if self._journal_points > JOURNAL_MAX_POINTS:
+                log.warning("index_rebuild_dropped", reason="too many writes while building",
+                            points=self._journal_points)
+                self._journal = None
+
+    # the Store contract --------------------------------------------------------------------------------
+    def upsert(self, points: Sequence[PointData]) -> None:
+        if points:
+            self._write("upsert", list(points))
+
+    def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
+        if vectors:
+            self._write("set_dense", [(i, [float(x) for x in v]) for i, v in vectors])
+
+    def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        if ids:
+            self._write("set_payload", list(ids), dict(payload))
+
+    def clear_dense(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._write("clear_dense", list(ids))
+
+    def delete(self, filters: Filters) -> None:
+        self._write("delete", filters)
+
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
+        return list(self._call("retrieve", list(ids), with_vectors=with_vectors)) if ids else []
+
+    def query(
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+    ) -> tuple[list[Hit], list[Hit]]:
+        dense_list = None if dense is None else [float(x) for x in dense]
+        dense_hits, sparse_hits = self._call("query", dense_list, sparse, filters, limit)
+        return list(dense_hits), list(sparse_hits)
+
+    def scroll(
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+    ) -> tuple[list[StoredPoint], str | None]:
+        page, nxt = self._call("scroll", filters, limit, offset, with_vectors=with_vectors)
+        return list(page), nxt
+
+    def count(self, filters: Filters) -> int:
+        return int(self._call("count", filters))
+
+    def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]:
+        return dict(self._call("facet", key, filters, limit))
+
+    def get_meta(self) -> dict[str, Any]:
+        return dict(self._call("get_meta"))
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        self._call("set_meta", dict(meta))
+
+    def points(self) -> int:
+        return int(self._call("points"))
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def close(self) -> None:
+        self._host.close()
+
+    # the index rebuild (steps in the module docstring) ---------------------------------------------------
+    def index_state(self) -> tuple[int, int]:
+        points, unindexed = self._call("index_state")
+        return int(points), int(unindexed)
+
+    def begin_rebuild(self) -> Path:
+        """Step 1, on the store's worker thread (no other call runs meanwhile)."""
+        building = self.path / f"{LEGACY_SHARD}-{time.time_ns() // 1_000_000}{BUILDING}"
+        self._call("snapshot_to", str(building))
+        self._journal = []
+        self._journal_points = 0
+        return building
+
+    def spawn_host(self, shard: str) -> _Host:
+        """Step 3: start a host on the built copy (call from the daemon's main thread; wait with ``wait_ready``)."""
+        return _Host(self.path, self.dim, shard)
+
+    def finish_rebuild(self, new: _Host) -> tuple[_Host, int]:
+        """Step 3-4, on the store's worker thread: replay, flush, switch. Returns the old host to close."""
+        journal = self._journal
+        if journal is None:
+            raise StoreError("too many writes arrived while the index was built; it will be rebuilt later")
+        if journal:
+            new.call("replay", (journal,), {})
+        new.call("flush", (), {})
+        set_current_shard(self.path, new.shard)
+        old, self._host = self._host, new
+        self._journal = None
+        return old, len(journal)
+
+    def abort_rebuild(self) -> None:
+        self._journal = None
+
+
+def _remove_folder(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def build_command(shard_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "mempald.store.host", "build", str(shard_dir)]
+
+
+async def rebuild_index(runner: StoreRunner, store: HostedEdgeStore) -> dict[str, Any]:
+    """Build the store's indexes in a separate process and swap the built shard in (module docstring)."""
+    t0 = time.monotonic()
+    building = await runner.run(store.begin_rebuild)
+    copied = time.monotonic()
+    final = building.with_name(building.name.removesuffix(BUILDING))
+    new: _Host | None = None
+    swapped = False
+    try:
+        res = await anyio.run_process(
+            build_command(building),
+            check=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=child_env(),
+        )
+        if res.returncode != 0:
+            tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+            raise StoreError(f"index build failed: {tail[0]}")
+        built = time.monotonic()
+        await anyio.to_thread.run_sync(os.rename, building, final)
+        new = store.spawn_host(final.name)
+        await anyio.to_thread.run_sync(new.wait_ready)
+        loaded = time.monotonic()
+        old, replayed = await runner.run(store.finish_rebuild, new)
+        swapped = True
+    finally:
+        if not swapped:
+            with anyio.CancelScope(shield=True):
+                store.abort_rebuild()
+                if new is not None:
+                    await anyio.to_thread.run_sync(new.close, 10.0)
+                for folder in (building, final):
+                    await anyio.to_thread.run_sync(_remove_folder, folder)
+    done = time.monotonic()
+    await anyio.to_thread.run_sync(old.close)
+    await anyio.to_thread.run_sync(_remove_folder, store.path / old.shard)
+    return {"copy_s": round(copied - t0, 2), "build_s": round(built - copied, 1),
+            "open_s": round(loaded - built, 2), "swap_s": round(done - loaded, 3), "replayed_writes": replayed,
+            "shard": final.name}
