@@ -21,7 +21,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -89,6 +89,13 @@ def bench_env(root: Path | None = None, keep: bool = False) -> Iterator[BenchEnv
         yield be
     finally:
         be.cleanup()
+
+
+def write_config(be: BenchEnv, text: str) -> None:
+    """The daemon's config.toml in the bench's fake home."""
+    cfg = be.home / ".config" / "mempald" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(text)
 
 
 def socket_of(env: dict[str, str]) -> Path:
@@ -160,15 +167,29 @@ class Daemon:
         assert self.proc is not None
         return self.proc.pid
 
+    def pids(self) -> list[int]:
+        """The daemon and every process under it (its store process, an index build while one runs)."""
+        out, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                with suppress(OSError):
+                    todo.extend(int(c) for c in (task / "children").read_text().split())
+        return out
+
     def proc_status(self, key: str) -> int:
-        """A ``/proc/<pid>/status`` field in kB (VmRSS, VmHWM)."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-        except OSError:
-            pass
-        return 0
+        """A ``/proc/<pid>/status`` field in kB (VmRSS, VmHWM), summed over the daemon and its children
+        (for VmHWM: the sum of each process's own peak)."""
+        total = 0
+        for pid in self.pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith(key + ":"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        return total
 
     def rss_mb(self) -> float:
         return self.proc_status("VmRSS") / 1024.0

@@ -48,9 +48,15 @@ def main() -> None:
             t0 = d.started_at
             keyword_done: float | None = None
             max_backlog = 0
+            next_note = time.monotonic() + 60.0
             while True:
                 st = d.call("status")
                 max_backlog = max(max_backlog, st["dense_backlog"])
+                if time.monotonic() >= next_note:  # progress, so that a long run killed early still says something
+                    next_note += 60.0
+                    print(f"progress t={time.monotonic() - t0:.0f}s drawers={st['drawers']} "
+                          f"dense_backlog={st['dense_backlog']} file_backlog={st['file_backlog']} "
+                          f"rss_mb={d.rss_mb():.0f} load={loadavg()[0]:.2f}", flush=True)
                 if keyword_done is None and st["scans"] >= 1 and st["file_backlog"] == 0:
                     keyword_done = time.monotonic() - t0
                 if st["scans"] >= 1 and st["file_backlog"] == 0 and st["dense_backlog"] == 0:

@@ -6,6 +6,11 @@ The stores are pre-filled through mempald's own store code (``bench/_prefill.py`
 vectors, real-model dense vectors re-used from 512 embedded texts), then a real daemon is started on the data
 dir and queried over its socket on one kept-open connection: no filter, a wing filter, and wing + time range +
 memory type. Targets at 100k: p50 under 20 ms, p99 under 60 ms.
+
+Each size is measured in the state the daemon keeps it in: from ``store.index_after`` (20,000) unindexed
+vectors on, the daemon builds the indexes when idle, so 100k is measured indexed (built by the same
+``build_index`` code) and 10k brute force. ``--both`` also measures every size in the other state (for 100k:
+right after a backfill, before the build).
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import random
 import time
 from typing import Any
 
-from _harness import Daemon, bench_env, loadavg, parser, report, sentence, summary, wait_idle
+from _harness import Daemon, bench_env, loadavg, parser, report, sentence, summary, wait_idle, write_config
 from _prefill import prefilled
 
+INDEX_AFTER = 20_000  # the daemon's default store.index_after
 FILTERS: dict[str, dict[str, Any]] = {
     "none": {},
     "wing": {"wing": "app1"},
@@ -42,6 +48,7 @@ def main() -> None:
     ap = parser(__doc__ or "", 100_000, 300)
     ap.add_argument("--sizes", default=None, help="comma-separated drawer counts (default 10000,<n>)")
     ap.add_argument("--queries", type=int, default=None)
+    ap.add_argument("--both", action="store_true", help="measure each size indexed and brute force")
     args = ap.parse_args()
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
@@ -54,18 +61,25 @@ def main() -> None:
     queries = [sentence(rnd, 4, 14) for _ in range(nq)]
     results: dict[str, Any] = {"sizes": {}, "prefilled": True, "loadavg_start": loadavg()}
     rows: list[tuple[str, Any]] = []
-    for n in sizes:
+    runs = [(n, n >= INDEX_AFTER) for n in sizes]
+    if args.both:
+        runs += [(n, n < INDEX_AFTER) for n in sizes]
+    for n, indexed in runs:
+        state = "indexed" if indexed else "brute force"
         with bench_env(keep=args.keep) as be:
-            info = prefilled(be.data_dir, n)
+            info = prefilled(be.data_dir, n, indexed=indexed)
+            write_config(be, "[store]\nindex_after = 0\n")  # no build while measuring
             with Daemon(be).start() as d:
                 st = wait_idle(d, 300)
                 time.sleep(1.0)
                 load = loadavg()
                 figs = measure(d, queries)
-        results["sizes"][str(n)] = {"drawers": st["drawers"], "prefill": info, "search_ms": figs, "loadavg": load}
+        key = f"{n}" if indexed == (n >= INDEX_AFTER) else f"{n}-{'indexed' if indexed else 'brute'}"
+        results["sizes"][key] = {"drawers": st["drawers"], "indexed": indexed, "prefill": info, "search_ms": figs,
+                                 "loadavg": load}
         for name, s in figs.items():
-            rows.append((f"{n:>7} drawers, filter {name}", f"p50 {s['p50']:.1f} ms  p99 {s['p99']:.1f} ms"
-                                                            f"  (n={s['n']}, load {load[0]:.2f})"))
+            rows.append((f"{n:>7} drawers ({state}), filter {name}",
+                         f"p50 {s['p50']:.1f} ms  p99 {s['p99']:.1f} ms  (n={s['n']}, load {load[0]:.2f})"))
     rows.append(("targets at 100k", "p50 < 20 ms, p99 < 60 ms"))
     report("search_latency", rows, results, args.json,
            title="search latency (socket, query embedding included; stores pre-filled)")
