@@ -13,6 +13,7 @@ Design choices (measured, see README "Performance"):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -109,11 +110,12 @@ def set_current_shard(path: Path, name: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path / CURRENT_FILE)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):  # the rename is done; the folder's fsync only hastens its durability
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
@@ -154,6 +156,9 @@ class EdgeStore:
         self.shard_name = shard or current_shard(path)
         shard_dir = path / self.shard_name
         self.shard_dir = shard_dir
+        if self.shard_name != LEGACY_SHARD and not shard_dir.is_dir():
+            raise StoreError(f"{path / CURRENT_FILE} names {self.shard_name}, which is missing: the store is "
+                             "damaged (restore it from a backup, or move the folder away to start empty)")
         try:
             if shard_dir.exists() and any(shard_dir.iterdir()):
                 self._shard = qe.EdgeShard.load(str(shard_dir))

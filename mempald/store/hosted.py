@@ -124,6 +124,8 @@ class _Host:
 def remove_stale_shards(path: Path) -> list[str]:
     """Remove shard folders a rebuild left behind (not the current one). Only while nothing else uses them."""
     current = current_shard(path)
+    if not (path / current).is_dir():
+        return []  # nothing to compare with (a new store, or a damaged one: touch nothing)
     removed = []
     for entry in path.iterdir() if path.is_dir() else ():
         name = entry.name
@@ -181,8 +183,9 @@ class HostedEdgeStore:
 
     def _write(self, method: str, *args: Any) -> None:
         self._call(method, *args)
-        if self._journal is not None:
-            self._journal.append((method, args, {}))
+        journal = self._journal  # (``abort_rebuild`` may drop it from another thread)
+        if journal is not None:
+            journal.append((method, args, {}))
             self._journal_points += len(args[0]) if isinstance(args[0], Sequence) else 1
             if self._journal_points > JOURNAL_MAX_POINTS:
                 log.warning("index_rebuild_dropped", reason="too many writes while building",
@@ -318,8 +321,10 @@ async def rebuild_index(runner: StoreRunner, store: HostedEdgeStore) -> dict[str
                 store.abort_rebuild()
                 if new is not None:
                     await anyio.to_thread.run_sync(new.close, 10.0)
+                current = await anyio.to_thread.run_sync(current_shard, store.path)
                 for folder in (building, final):
-                    await anyio.to_thread.run_sync(_remove_folder, folder)
+                    if folder.name != current:  # never the live shard, whatever failed
+                        await anyio.to_thread.run_sync(_remove_folder, folder)
     done = time.monotonic()
     await anyio.to_thread.run_sync(old.close)
     await anyio.to_thread.run_sync(_remove_folder, store.path / old.shard)

@@ -201,3 +201,16 @@ def test_daemon_builds_the_index_when_idle_and_keeps_serving(daemon: Daemon, hom
     status_line = subprocess.run([sys.executable, "-m", "client.cli", "status"], capture_output=True, text=True,
                                  env=daemon.env, timeout=30)
     assert status_line.returncode == 3  # daemon down
+
+
+def test_a_pointer_to_a_missing_shard_is_an_error_not_an_empty_store(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    path.mkdir()
+    (path / CURRENT_FILE).write_text("shard-42\n")
+    with pytest.raises(StoreError, match="names shard-42, which is missing"):
+        EdgeStore(path, DIM)
+    assert not (path / "shard-42").exists()
+    (path / "shard").mkdir()  # the daemon's cleanup must not remove anything of a damaged store either
+    with pytest.raises(StoreError, match="which is missing"):
+        HostedEdgeStore(path, DIM)
+    assert (path / "shard").is_dir()
