@@ -42,7 +42,8 @@ from mempald.embed import Embedder  # noqa: E402
 from mempald.ingest import Ingestor  # noqa: E402
 from mempald.normalize.model import Exchange  # noqa: E402
 from mempald.queues import BACKFILL, DenseQueue  # noqa: E402
-from mempald.search import Searcher, SearchOptions, SearchRequest  # noqa: E402
+from mempald.ranking import SearchOptions  # noqa: E402
+from mempald.search import Searcher, SearchRequest  # noqa: E402
 from mempald.sparse import Bm25Encoder  # noqa: E402
 from mempald.state import State  # noqa: E402
 from mempald.store.base import Filters  # noqa: E402

@@ -14,7 +14,8 @@ from client.protocol import FORBIDDEN, RpcError
 from mempald.palace import Palace
 from mempald.params import Handler, Params, checked_path
 from mempald.queues import FRESH
-from mempald.search import SearchOptions, SearchRequest
+from mempald.ranking import SearchOptions
+from mempald.search import SearchRequest
 
 
 async def status(p: Palace, _params: Params) -> Any:

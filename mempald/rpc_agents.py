@@ -29,7 +29,8 @@ import anyio.to_thread
 from mempald.cowork import AGENTS, MAX_PENDING, SENDERS, CoworkInbox, Drained, Message, check_agent, peek_partner
 from mempald.palace import Palace
 from mempald.params import Handler, Params
-from mempald.search import SearchOptions, SearchRequest
+from mempald.ranking import SearchOptions
+from mempald.search import SearchRequest
 from mempald.state import State
 
 RECALL_CANDIDATES = 10

@@ -34,7 +34,7 @@ from mempald.store.edge import EdgeStore, build_index
 # Calls a host answers: the store contract plus what the index rebuild needs.
 CALLS = frozenset({
     "upsert", "set_dense", "set_payload", "clear_dense", "retrieve", "query", "scroll", "count", "facet",
-    "delete", "get_meta", "set_meta", "flush", "points", "index_state", "snapshot_to", "replay",
+    "delete", "get_meta", "set_meta", "flush", "points", "index_state", "snapshot_to", "replay", "rank",
 })
 WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "delete"})
 BUILD_NICE = 10
@@ -67,6 +67,10 @@ def _apply(store: EdgeStore, method: str, args: tuple[Any, ...], kwargs: dict[st
         return len(ops)
     if method == "snapshot_to":
         return store.snapshot_to(Path(args[0]))
+    if method == "rank":  # the whole search ranking next to the data (mempald.ranking: no model, no daemon state)
+        from mempald.ranking import rank
+
+        return rank(store, *args, **kwargs)
     return getattr(store, method)(*args, **kwargs)
 
 

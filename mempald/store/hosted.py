@@ -228,6 +228,10 @@ class HostedEdgeStore:
         page, nxt = self._call("scroll", filters, limit, offset, with_vectors=with_vectors)
         return list(page), nxt
 
+    def rank(self, *args: Any) -> list[dict[str, Any]]:
+        """``mempald.ranking.rank`` run in the store process: only the final hits are pickled back."""
+        return list(self._call("rank", *args))
+
     def count(self, filters: Filters) -> int:
         return int(self._call("count", filters))
 

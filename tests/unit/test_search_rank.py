@@ -1,4 +1,4 @@
-"""``mempald.search.rank`` end to end on a hand-made corpus in a real EdgeStore (tmp_path).
+"""``mempald.ranking.rank`` end to end on a hand-made corpus in a real EdgeStore (tmp_path).
 
 Dense vectors come from a deterministic fake embedder (hashed bag of words), sparse ones from the real
 BM25 encoder; drawers are indexed like the product does (previous drawer of the session as context).
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import shutil
 import re
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mempald.drawers import index_text
-from mempald.search import HIT_FIELDS, SearchOptions, rank
+from mempald.ranking import HIT_FIELDS, SearchOptions, rank
 from mempald.sparse import Bm25Encoder
 from mempald.store.base import Filters, PointData
 from mempald.store.edge import EdgeStore
@@ -147,3 +148,20 @@ def test_plain_options_still_rank(corpus: tuple[EdgeStore, Bm25Encoder]) -> None
         session_weight=0, dedup_threshold=1.0, spread_after=-1,
     )
     assert keys[0] == "s3:0"
+
+
+def test_the_store_process_ranks_exactly_as_in_process(corpus: tuple[EdgeStore, Bm25Encoder]) -> None:
+    from mempald.store.hosted import HostedEdgeStore
+
+    store, bm25 = corpus
+    store.flush()
+    copy = store.path.parent / "hosted-copy"
+    shutil.copytree(store.path, copy)
+    hosted = HostedEdgeStore(copy, DIM)
+    try:
+        o = SearchOptions()
+        for query in ("How far did Bob run along the river?", "repainting kitchen", "what happened last week"):
+            args = (fake_embed(query), bm25.query(query), query, Filters(wing=("w",)), o.candidates, 5, o, NOW)
+            assert hosted.rank(*args) == rank(store, *args)
+    finally:
+        hosted.close()
