@@ -74,6 +74,9 @@ class DenseWorker:
                 await anyio.sleep(2.0)
             finally:
                 self.in_flight = 0
+            if not len(self.queue):
+                # Idle now: hand back the memory the model kept for its batches (it grows again if needed).
+                await anyio.to_thread.run_sync(self.embedder.release_memory, limiter=self.limiter)
 
     def _embed(self, payloads: list[Mapping[str, Any]]) -> Vectors:
         texts = [

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import shutil
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
