@@ -151,6 +151,7 @@ class HostedEdgeStore:
             log.info("stale_shards_removed", folders=removed)
         self._journal: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
         self._journal_points = 0
+        self._closed = False
         self._host = self._start(None)
 
     def _start(self, shard: str | None) -> _Host:
@@ -172,6 +173,8 @@ class HostedEdgeStore:
         return [self._host.pid]
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            raise StoreError("the store is closed")
         try:
             return self._host.call(method, args, kwargs)
         except HostGone as exc:
@@ -251,6 +254,7 @@ class HostedEdgeStore:
         self._call("flush")
 
     def close(self) -> None:
+        self._closed = True
         self._host.close()
 
     # the index rebuild (steps in the module docstring) ---------------------------------------------------

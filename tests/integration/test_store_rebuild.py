@@ -214,3 +214,13 @@ def test_a_pointer_to_a_missing_shard_is_an_error_not_an_empty_store(tmp_path: P
     with pytest.raises(StoreError, match="which is missing"):
         HostedEdgeStore(path, DIM)
     assert (path / "shard").is_dir()
+
+
+def test_a_closed_store_stays_closed(tmp_path: Path) -> None:
+    s = HostedEdgeStore(tmp_path / "store", DIM)
+    s.upsert([point(1)])
+    pid_before = s.pids[0]
+    s.close()
+    with pytest.raises(StoreError, match="closed"):
+        s.count(Filters())
+    assert s.pids == [pid_before]  # no new store process was started behind the caller's back
