@@ -235,6 +235,15 @@ async def run(args: argparse.Namespace, *, aaak_mode: bool = False) -> dict[str,
         chars = (counts[0], counts[1])
         args = argparse.Namespace(**{**vars(args), "store": None})
     work, reuse = _open_work(args)
+    try:
+        return await _measure(args, samples, work, reuse, chars, aaak_mode)
+    finally:
+        if args.store is None:  # a throw-away store: leave nothing behind in the temp folder
+            shutil.rmtree(work, ignore_errors=True)
+
+
+async def _measure(args: argparse.Namespace, samples: list[Sample], work: Path, reuse: bool, chars: tuple[int, int],
+                   aaak_mode: bool) -> dict[str, Any]:
     embedder = Embedder(models_dir=work / "models", threads=args.threads)
     store = EdgeStore(work / "store", embedder.dim)
     state = State(work / "state.sqlite3")
@@ -250,7 +259,32 @@ async def run(args: argparse.Namespace, *, aaak_mode: bool = False) -> dict[str,
 
     rows: list[tuple[int, dict[str, float]]] = []
     latencies: list[float] = []
-    remaining = args.limit
+    try:
+        remaining, t_ingest = await _ask(args, samples, reuse, ingestor, densifier, searcher, opts, rows, latencies)
+    finally:
+        store.close()
+        state.close()
+    if args.store is not None and not reuse and remaining is None:
+        (work / "locomo-ingested.json").write_text(json.dumps(_fingerprint(args.data)))
+    lat = sorted(latencies)
+    return {
+        "overall": aggregate([r for _, r in rows]),
+        "per_category": {str(c): aggregate([r for cat, r in rows if cat == c]) for c in CATEGORIES},
+        "latency_ms": {
+            "p50": round(lat[len(lat) // 2], 2) if lat else 0.0,
+            "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2) if lat else 0.0,
+        },
+        "ingest_s": round(t_ingest, 1),
+        **({"aaak_chars": {"raw": chars[0], "aaak": chars[1]}} if aaak_mode else {}),
+        "options": {k: getattr(opts, k) for k in opts.__slots__},
+    }
+
+
+async def _ask(args: argparse.Namespace, samples: list[Sample], reuse: bool, ingestor: Ingestor,
+               densifier: DenseWorker, searcher: Searcher, opts: SearchOptions,
+               rows: list[tuple[int, dict[str, float]]], latencies: list[float]) -> tuple[int | None, float]:
+    """Ingest each conversation (unless the store is reused) and ask its questions; fills rows and latencies."""
+    remaining: int | None = args.limit
     t_ingest = 0.0
     for sample in samples:
         if remaining is not None and remaining <= 0:
@@ -274,22 +308,7 @@ async def run(args: argparse.Namespace, *, aaak_mode: bool = False) -> dict[str,
             ranked = [h["exchange_key"] for h in hits]
             rows.append((int(q.get("category", 0)), score_question(ranked, gold)))
         print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
-    store.close()
-    state.close()
-    if args.store is not None and not reuse and remaining is None:
-        (work / "locomo-ingested.json").write_text(json.dumps(_fingerprint(args.data)))
-    lat = sorted(latencies)
-    return {
-        "overall": aggregate([r for _, r in rows]),
-        "per_category": {str(c): aggregate([r for cat, r in rows if cat == c]) for c in CATEGORIES},
-        "latency_ms": {
-            "p50": round(lat[len(lat) // 2], 2) if lat else 0.0,
-            "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2) if lat else 0.0,
-        },
-        "ingest_s": round(t_ingest, 1),
-        **({"aaak_chars": {"raw": chars[0], "aaak": chars[1]}} if aaak_mode else {}),
-        "options": {k: getattr(opts, k) for k in opts.__slots__},
-    }
+    return remaining, t_ingest
 
 
 async def _ingest(ingestor: Ingestor, densifier: DenseWorker, sample: Sample) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,9 +43,13 @@ def test_locomo_bench_smoke(tmp_path: Path) -> None:
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps(TINY))
     out = tmp_path / "out.json"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     run = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--limit", "3",
-                          "--json", str(out)], capture_output=True, text=True, timeout=220, cwd=REPO)
+                          "--json", str(out)], capture_output=True, text=True, timeout=220, cwd=REPO,
+                         env={**os.environ, "TMPDIR": str(tmp)})
     assert run.returncode == 0, run.stderr
+    assert list(tmp.glob("locomo-*")) == []  # the throw-away store is removed (onnxruntime leaves its own .ses)
     res = json.loads(out.read_text())
     assert res["overall"]["questions"] == 3
     assert set(res["overall"]) >= {"turn_recall@5", "turn_recall@10", "session_recall@5", "session_recall@10",
