@@ -294,7 +294,8 @@ def importance(text: str, memory_type: str | None) -> int:
 # Conversation rooms
 # ---------------------------------------------------------------------------------------------------------
 
-CONVO_ROOMS: tuple[str, ...] = ("technical", "architecture", "planning", "decisions", "problems", "general")
+FALLBACK_ROOM = "general"  # where a text goes when no room scores; in every wing, so never a tunnel
+CONVO_ROOMS: tuple[str, ...] = ("technical", "architecture", "planning", "decisions", "problems", FALLBACK_ROOM)
 
 # The taxonomy: room -> keywords. A plain dict of lists so a user's config can replace or extend it.
 # "general" has no keywords: it is where a text goes when nothing else scores.
@@ -383,7 +384,7 @@ def room_scores(text: str, keywords: Mapping[str, Sequence[str]] | None = None) 
 def classify_room(text: str, keywords: Mapping[str, Sequence[str]] | None = None) -> str:
     """The room whose keywords occur most in ``text``; ties go to the room listed first in the table;
     "general" when nothing scores. ``keywords`` replaces the default taxonomy when given."""
-    best, best_score = "general", 0
+    best, best_score = FALLBACK_ROOM, 0
     for room, score in room_scores(text, keywords).items():
         if score > best_score:
             best, best_score = room, score
@@ -487,4 +488,4 @@ def room_for_path(rel_path: str, table: Mapping[str, str] | None = None) -> str:
             room = folders.get((token,)) if token else None
             if room is not None:
                 return room
-    return "general"
+    return FALLBACK_ROOM

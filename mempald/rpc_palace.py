@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from client.protocol import INVALID_PARAMS, NOT_FOUND, RpcError
 from mempald import aaak, factcheck, layers
+from mempald.classify import FALLBACK_ROOM
 from mempald.drawers import SourceInfo
 from mempald.kg import KGError, KnowledgeGraph
 from mempald.normalize.model import Exchange
@@ -222,12 +223,15 @@ async def tunnels(p: Palace, _params: Params) -> Any:
 
 
 async def room_tunnels(p: Palace) -> dict[str, list[str]]:
+    """Each room found in more than one wing, with those wings. The catch-all room is left out: it is in
+    nearly every wing, so it would link everything to everything."""
     wings = await p.runner.run(p.runner.store.facet, "wing", Filters())
     by_room: dict[str, list[str]] = {}
     for wing in sorted(wings):
         rooms = await p.runner.run(p.runner.store.facet, "room", Filters(wing=(wing,)))
         for room in rooms:
-            by_room.setdefault(room, []).append(wing)
+            if room != FALLBACK_ROOM:
+                by_room.setdefault(room, []).append(wing)
     return {r: ws for r, ws in sorted(by_room.items()) if len(ws) > 1}
 
 

@@ -56,6 +56,8 @@ def test_wake_up_kg_factcheck_compress_tunnels(daemon: Daemon, home: Path) -> No
         ("The deploy failed because the staging quota ran out; we raised it to 40 GB.", "acme", "problems"),
         ("We shipped v2.0 of the billing API to all customers today.", "acme", "planning"),
         ("We decided to keep the cron job in the monolith for now.", "zeta", "decisions"),
+        ("Lunch was good, the new cafe has oat milk.", "acme", "general"),
+        ("Monday standup moved to ten; the cron job review is on Friday.", "zeta", "general"),
     ):
         daemon.call("ingest", {"text": text, "wing": wing, "room": room})
     wake: dict[str, Any] = daemon.call("wake_up", {"wing": "acme", "budget": 200})
@@ -77,8 +79,10 @@ def test_wake_up_kg_factcheck_compress_tunnels(daemon: Daemon, home: Path) -> No
 
     comp = daemon.call("compress", {"wing": "acme", "dry_run": True})
     assert comp["lossy"] is True and comp["tokens_before"] > 0 and comp["aaak"].startswith("H:")
+    # the catch-all room is in every wing, so it links nothing: not a tunnel
     assert daemon.call("tunnels", {})["tunnels"] == {"decisions": ["acme", "zeta"]}
     res = daemon.call("search", {"query": "cron job monolith", "wing": "zeta"})
+    assert {h["room"] for h in res["hits"]} == {"decisions", "general"}
     assert res["tunnels"] == {"decisions": ["acme"]}
 
 
