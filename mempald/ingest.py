@@ -39,6 +39,7 @@ log = logs.get("mempald.ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.redact.PLACEHOLDER)
 
 JSONL_FORMATS = ("claude_code", "codex")
+UNKNOWN = "unknown_format"  # a .json/.jsonl file in no known format: skipped, not stored as text
 UPSERT_BATCH = 32
 
 
@@ -112,6 +113,8 @@ class Ingestor:
         return lock
 
     async def ingest_path(self, path: Path, source: Source, lane: int = FRESH) -> IngestResult:
+        """Read what is new in ``path``'s unit (the file, or the Slack export folder it is in), one task at a time."""
+        path = await anyio.to_thread.run_sync(source.unit_for, path)
         lock = self.lock_for(str(path))
         started = time.monotonic()
         try:
@@ -138,14 +141,17 @@ class Ingestor:
                 await self._ingest_project_file(path, source, lane, res)
                 st.last_ingest = time.time()
                 return res
-            if source.fmt == "slack":
+            folder = await anyio.to_thread.run_sync(source.export_folder, path)
+            if folder is not None:
                 res.fmt = "slack"
-                await self._ingest_slack(source, lane, res)
+                await self._ingest_slack(folder, source, lane, res)
                 st.last_ingest = time.time()
                 return res
             fmt = source.fmt if source.fmt != "auto" else await anyio.to_thread.run_sync(_detect, path)
             res.fmt = fmt
-            if fmt in JSONL_FORMATS:
+            if fmt == UNKNOWN:
+                await self._skip_unknown(path, source, st)
+            elif fmt in JSONL_FORMATS:
                 await self._ingest_jsonl(path, source, fmt, lane, res)
             else:
                 await self._ingest_document(path, source, fmt, lane, res)
@@ -236,12 +242,20 @@ class Ingestor:
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "", {"format": "project"},
             len(exchanges)))
 
-    async def _ingest_slack(self, source: Source, lane: int, res: IngestResult) -> None:
-        """A Slack export is one unit: threads span day files, names come from users.json."""
+    async def _skip_unknown(self, path: Path, source: Source, status: SourceStatus) -> None:
+        """A JSON file in no format we know (a config file, a stray export part) is not stored as text: it is
+        counted as skipped and logged, and read again only when it changes."""
+        st = await anyio.to_thread.run_sync(path.stat)
+        status.skipped[UNKNOWN] = status.skipped.get(UNKNOWN, 0) + 1
+        log.warning("unknown_format_skipped", path=str(path))
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "", {"format": UNKNOWN}, 0))
+
+    async def _ingest_slack(self, root: Path, source: Source, lane: int, res: IngestResult) -> None:
+        """A Slack export folder is one unit: threads span day files, names come from users.json."""
         from mempald.normalize import slack
         from mempald.sources.registry import folder_signature
 
-        root = source.root
         n, size, mtime = await anyio.to_thread.run_sync(folder_signature, root)
         cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(root))
         if cur and (cur.inode, cur.size, cur.mtime) == (n, size, mtime):
@@ -439,7 +453,10 @@ def _detect(path: Path) -> str:
         head = fh.read(65536)
     if path.name == ".aider.chat.history.md":
         return "aider"
-    return detect_bytes(head, path.name) or "text"
+    fmt = detect_bytes(head, path.name)
+    if fmt is None:
+        return UNKNOWN if path.suffix.lower() in (".json", ".jsonl") else "text"
+    return fmt
 
 
 def _normalize_jsonl(fmt: str, lines: Sequence[Line], ctx: dict[str, str], first_position: int) -> list[Exchange]:

@@ -149,18 +149,17 @@ class Palace:
         cursors = self.state.all_cursors(source.key)
         found: list[tuple[float, Path]] = []
         try:
-            if source.fmt == "slack":
-                n, size, mtime = folder_signature(source.root)
-                cur = cursors.get(str(source.root))
-                if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
-                    found.append((mtime, source.root))
-                return [p for _, p in found]
             for path in source.iter_files():
+                cur = cursors.get(str(path))
+                if source.export_folder(path) == path:  # a Slack export: one unit, changed when any file is
+                    n, size, mtime = folder_signature(path)
+                    if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
+                        found.append((mtime, path))
+                    continue
                 try:
                     st = path.stat()
                 except OSError:
                     continue
-                cur = cursors.get(str(path))
                 if cur is None or not cur.same_file(st):
                     found.append((st.st_mtime, path))
         except OSError as exc:
@@ -218,8 +217,9 @@ class Palace:
         source = self.source_for(path)
         if source is None:
             return
-        if source.fmt == "slack":
-            self.files.put(str(source.root), FRESH)
+        folder = await anyio.to_thread.run_sync(source.export_folder, path)
+        if folder is not None:
+            self.files.put(str(folder), FRESH)
             return
         if await anyio.to_thread.run_sync(path.is_dir):
             # A folder appeared or moved in: scan it (its files may not have sent events).

@@ -35,7 +35,9 @@ class Source:
         return Path(self.output).expanduser() if self.output else self.root / "packed"
 
     def wants(self, path: Path) -> bool:
-        """Is this file one the source reads? (Cheap: name only; content detection happens on read.)"""
+        """Is this file (or export folder) one the source reads? Cheap: the name, and for a folder or a file
+        of a source that reads any format, whether it is or lies in a Slack export; content detection happens
+        on read."""
         name = path.name
         if self.mode == "pack" and (path == self.pack_output() or self.pack_output() in path.parents):
             return False
@@ -44,16 +46,34 @@ class Source:
         if self.fmt == "slack":
             return path == self.root or name.endswith(".json")
         if self.mode == "convos":
-            return (name.endswith(CONVO_SUFFIXES) and not name.startswith(".")) or name == ".aider.chat.history.md"
+            if name.endswith(CONVO_SUFFIXES) and not name.startswith("."):
+                return True
+            return name == ".aider.chat.history.md" or self.export_folder(path) == path
         if self.mode == "pack":
             return name.endswith((".md", ".markdown"))
         return True
 
+    def export_folder(self, path: Path) -> Path | None:
+        """The Slack export folder that is or holds ``path``: the root of a Slack source, or, in a folder of
+        conversations in any format, the nearest folder at or above ``path`` that looks like an export (a
+        Slack export is read as one unit: its threads span day files and its names come from users.json)."""
+        if self.fmt == "slack":
+            return self.root
+        if self.mode != "convos" or self.fmt != "auto":
+            return None
+        folder = path if path.is_dir() else path.parent
+        while folder == self.root or self.root in folder.parents:
+            if is_slack_export(folder):
+                return folder
+            folder = folder.parent
+        return None
+
     def unit_for(self, path: Path) -> Path:
         """What to re-read when ``path`` changes: the file itself, or the whole Slack export folder."""
-        return self.root if self.fmt == "slack" else path
+        return self.export_folder(path) or path
 
     def iter_files(self) -> Iterator[Path]:
+        """The units to read: files, and Slack export folders as one unit each."""
         if self.fmt == "slack":
             yield self.root
             return
@@ -65,12 +85,30 @@ class Source:
 
             yield from RepoFilter(self.root).walk()
             return
+        from mempald.normalize.detect import detect_dir
+
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            if self.mode == "convos" and detect_dir(filenames) == "slack":
+                dirnames[:] = []
+                yield Path(dirpath)
+                continue
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") or d == ".aider")
             for name in sorted(filenames):
                 p = Path(dirpath) / name
                 if self.wants(p):
                     yield p
+
+
+def is_slack_export(folder: Path) -> bool:
+    """Does ``folder`` hold a Slack export (users.json beside channels/groups/dms/mpims.json)?"""
+    if not (folder / "users.json").is_file():
+        return False
+    from mempald.normalize.detect import detect_dir
+
+    try:
+        return detect_dir(p.name for p in folder.iterdir()) == "slack"
+    except OSError:
+        return False
 
 
 def resolve_sources(settings: Settings) -> list[Source]:
@@ -98,16 +136,7 @@ def resolve_sources(settings: Settings) -> list[Source]:
 
 
 def source_from_spec(spec: SourceSpec, root: Path) -> Source:
-    fmt = "auto"
-    if spec.mode == "convos" and root.is_dir():
-        from mempald.normalize.detect import detect_dir
-
-        try:
-            names = [p.name for p in root.iterdir()]
-        except OSError:
-            names = []
-        if detect_dir(names) == "slack":
-            fmt = "slack"
+    fmt = "slack" if spec.mode == "convos" and is_slack_export(root) else "auto"
     return Source(f"{spec.mode}:{root}", root, spec.mode, fmt, spec.wing, spec.token_budget, spec.output)
 
 

@@ -3,6 +3,7 @@ and a Slack export added with `mempal watch add`, and a code repo in projects mo
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,38 @@ def test_mine_dry_run_and_summary(daemon: Daemon, formats_dir: Path, tmp_path: P
     assert out.returncode == 0, out.stderr
     assert '"files": 2' in out.stdout and '"errors": []' in out.stdout
     assert mempal(daemon, "mine", str(tmp_path / "nope")).returncode == 1
+
+
+@pytest.mark.timeout(240)
+def test_exports_folder_with_a_slack_export_inside(daemon: Daemon, formats_dir: Path, tmp_path: Path) -> None:
+    """A folder of exports in any format: a Slack export inside it is read as one unit (not as JSON text), a
+    JSON file in no known format is skipped and counted, plain notes are text, and a new day file is found."""
+    exports = tmp_path / "exports"
+    team = exports / "team-slack"
+    copy_tree(formats_dir / "slack" / "official_export_2016_houstondatavis", team)
+    (exports / "chatgpt").mkdir()
+    shutil.copy(formats_dir / "chatgpt" / "conversations.subset.json", exports / "chatgpt" / "conversations.json")
+    (exports / "package.json").write_text('{"name": "kestrel-tools", "version": "1.0.0"}\n')
+    (exports / "notes.txt").write_text("The kingfisher rollout waits for the new load balancer.\n")
+
+    daemon.start()
+    assert mempal(daemon, "watch", "add", str(exports)).returncode == 0
+    st = daemon.idle(timeout=200)
+    src = next(s for s in st["sources"] if s["path"] == str(exports))
+    assert src["format"] == "auto" and src["skipped"] == {"unknown_format": 1} and src["errors"] == 0
+
+    sl = hits(daemon, "OpenVis Conf collaborative community notes", source_kind="slack")
+    assert sl and sl[0]["wing"] == "team-slack" and sl[0]["source_path"] == str(team)
+    assert "amandashih" in str(hits(daemon, "meetup notes typed during the presentation", source_kind="slack"))
+    text = hits(daemon, "kingfisher rollout load balancer", source_kind="text")
+    assert [h["source_path"] for h in text] == [str(exports / "notes.txt")]  # no Slack file stored as text
+    assert not [h for h in hits(daemon, "kestrel-tools version") if "kestrel" in h["text"]]
+
+    day = [{"type": "message", "user": "U064SRKPD", "ts": "1454328000.000100",
+            "text": "The heron migration of the meetup site is scheduled for Tuesday night."}]
+    (team / "general" / "2016-02-01.json").write_text(json.dumps(day))
+    def heron() -> list[dict[str, Any]]:
+        return [h for h in hits(daemon, "heron migration meetup site", source_kind="slack") if "heron" in h["text"]]
+
+    daemon.wait_for(heron, timeout=30)
+    assert heron()[0]["wing"] == "team-slack" and "Amanda Shih: The heron" in heron()[0]["text"]  # names from users.json

@@ -1,0 +1,42 @@
+"""Which units a watched source reads: files, and Slack export folders as one unit wherever they sit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mempald.config import SourceSpec
+from mempald.sources.registry import Source, is_slack_export, source_from_spec
+
+
+def slack_export(folder: Path) -> None:
+    (folder / "general").mkdir(parents=True)
+    (folder / "users.json").write_text("[]")
+    (folder / "channels.json").write_text("[]")
+    (folder / "general" / "2024-01-02.json").write_text("[]")
+
+
+def test_a_slack_export_inside_a_folder_of_exports_is_one_unit(tmp_path: Path) -> None:
+    root = tmp_path / "exports"
+    slack_export(root / "work" / "team")
+    (root / "chat.json").write_text("{}")
+    (root / "work" / "notes.md").write_text("# notes")
+    (root / "work" / "team" / "notes.txt").write_text("inside the export: part of the Slack unit")
+    src = Source("convos:x", root, "convos", "auto")
+    units = list(src.iter_files())
+    assert units == [root / "chat.json", root / "work" / "notes.md", root / "work" / "team"]
+    day = root / "work" / "team" / "general" / "2024-01-02.json"
+    assert src.export_folder(day) == root / "work" / "team" and src.unit_for(day) == root / "work" / "team"
+    assert src.wants(root / "work" / "team") and src.wants(day)
+    assert src.export_folder(root / "chat.json") is None and src.unit_for(root / "chat.json") == root / "chat.json"
+    assert not src.wants(root / "work")  # a plain folder is not a unit
+    assert src.export_folder(tmp_path / "elsewhere" / "users.json") is None  # outside the root
+
+
+def test_a_watched_slack_export_is_a_slack_source(tmp_path: Path) -> None:
+    slack_export(tmp_path / "team")
+    assert is_slack_export(tmp_path / "team") and not is_slack_export(tmp_path / "team" / "general")
+    src = source_from_spec(SourceSpec(path=str(tmp_path / "team"), mode="convos"), tmp_path / "team")
+    assert src.fmt == "slack" and list(src.iter_files()) == [tmp_path / "team"]
+    assert src.unit_for(tmp_path / "team" / "general" / "2024-01-02.json") == tmp_path / "team"
+    projects = Source("projects:x", tmp_path, "projects", "auto")
+    assert projects.export_folder(tmp_path / "team" / "users.json") is None  # code repos read files
