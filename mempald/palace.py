@@ -335,8 +335,12 @@ class Palace:
         return figures
 
     async def status(self) -> dict[str, Any]:
+        # Progress is read before the figures: a status that says "scanned, nothing queued" then promises that
+        # the counts below include everything the scan found (read after, they could be older than the backlog).
         missing = len(self.dense) + self.densifier.in_flight
-        busy = bool(missing or len(self.files) or self.files.active)
+        file_backlog = len(self.files) + self.files.active
+        scans = self.scans_done
+        busy = bool(missing or file_backlog)
         total, wings, rooms = await self._store_figures(busy)
         cursors, counters = await self._state_figures(busy)
         pending = set(self.files.pending())
@@ -368,8 +372,8 @@ class Palace:
             "rooms": rooms,
             "dense_backlog": missing,
             "dense_rate": round(self.densifier.rate, 2),
-            "file_backlog": len(self.files) + self.files.active,
-            "scans": self.scans_done,
+            "file_backlog": file_backlog,
+            "scans": scans,
             "index": {**self.index, "store_pids": self.hosted.pids if self.hosted else []},
             "sources": sources,
             "warnings": [w for w in (self.ingestor.store_warning,) if w],
