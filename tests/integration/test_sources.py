@@ -135,4 +135,5 @@ def test_exports_folder_with_a_slack_export_inside(daemon: Daemon, formats_dir: 
         return [h for h in hits(daemon, "heron migration meetup site", source_kind="slack") if "heron" in h["text"]]
 
     daemon.wait_for(heron, timeout=30)
-    assert heron()[0]["wing"] == "team-slack" and "Amanda Shih: The heron" in heron()[0]["text"]  # names from users.json
+    found = heron()[0]
+    assert found["wing"] == "team-slack" and "Amanda Shih: The heron" in found["text"]  # names from users.json
