@@ -151,7 +151,7 @@ class Palace:
         try:
             for path in source.iter_files():
                 cur = cursors.get(str(path))
-                if source.export_folder(path) == path:  # a Slack export: one unit, changed when any file is
+                if path.is_dir():  # a Slack export (the only folder unit): changed when any of its files is
                     n, size, mtime = folder_signature(path)
                     if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
                         found.append((mtime, path))

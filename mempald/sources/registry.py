@@ -48,7 +48,7 @@ class Source:
         if self.mode == "convos":
             if name.endswith(CONVO_SUFFIXES) and not name.startswith("."):
                 return True
-            return name == ".aider.chat.history.md" or self.export_folder(path) == path
+            return name == ".aider.chat.history.md" or (self.fmt == "auto" and is_slack_export(path))
         if self.mode == "pack":
             return name.endswith((".md", ".markdown"))
         return True
