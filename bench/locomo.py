@@ -259,8 +259,31 @@ async def _measure(args: argparse.Namespace, samples: list[Sample], work: Path, 
 
     rows: list[tuple[int, dict[str, float]]] = []
     latencies: list[float] = []
+    remaining: int | None = args.limit
+    t_ingest = 0.0
     try:
-        remaining, t_ingest = await _ask(args, samples, reuse, ingestor, densifier, searcher, opts, rows, latencies)
+        for sample in samples:
+            if remaining is not None and remaining <= 0:
+                break
+            known = {e.key for e in sample.exchanges}
+            qs = [(q, gold_ids(q.get("evidence", []), known)) for q in sample.questions]
+            qs = [(q, g) for q, g in qs if g]
+            if remaining is not None:
+                qs = qs[:remaining]
+                remaining -= len(qs)
+            t0 = time.perf_counter()
+            if not reuse:
+                await _ingest(ingestor, densifier, sample)
+            t_ingest += time.perf_counter() - t0
+            for q, gold in qs:
+                t1 = time.perf_counter()
+                hits = await searcher.search(SearchRequest(str(q["question"]), limit=50,
+                                                           filters=Filters(wing=(sample.sample_id,)), options=opts,
+                                                           now=sample.now))
+                latencies.append((time.perf_counter() - t1) * 1000)
+                ranked = [h["exchange_key"] for h in hits]
+                rows.append((int(q.get("category", 0)), score_question(ranked, gold)))
+            print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
     finally:
         store.close()
         state.close()
@@ -278,37 +301,6 @@ async def _measure(args: argparse.Namespace, samples: list[Sample], work: Path, 
         **({"aaak_chars": {"raw": chars[0], "aaak": chars[1]}} if aaak_mode else {}),
         "options": {k: getattr(opts, k) for k in opts.__slots__},
     }
-
-
-async def _ask(args: argparse.Namespace, samples: list[Sample], reuse: bool, ingestor: Ingestor,
-               densifier: DenseWorker, searcher: Searcher, opts: SearchOptions,
-               rows: list[tuple[int, dict[str, float]]], latencies: list[float]) -> tuple[int | None, float]:
-    """Ingest each conversation (unless the store is reused) and ask its questions; fills rows and latencies."""
-    remaining: int | None = args.limit
-    t_ingest = 0.0
-    for sample in samples:
-        if remaining is not None and remaining <= 0:
-            break
-        known = {e.key for e in sample.exchanges}
-        qs = [(q, gold_ids(q.get("evidence", []), known)) for q in sample.questions]
-        qs = [(q, g) for q, g in qs if g]
-        if remaining is not None:
-            qs = qs[:remaining]
-            remaining -= len(qs)
-        t0 = time.perf_counter()
-        if not reuse:
-            await _ingest(ingestor, densifier, sample)
-        t_ingest += time.perf_counter() - t0
-        for q, gold in qs:
-            t1 = time.perf_counter()
-            hits = await searcher.search(SearchRequest(str(q["question"]), limit=50,
-                                                       filters=Filters(wing=(sample.sample_id,)), options=opts,
-                                                       now=sample.now))
-            latencies.append((time.perf_counter() - t1) * 1000)
-            ranked = [h["exchange_key"] for h in hits]
-            rows.append((int(q.get("category", 0)), score_question(ranked, gold)))
-        print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
-    return remaining, t_ingest
 
 
 async def _ingest(ingestor: Ingestor, densifier: DenseWorker, sample: Sample) -> None:

@@ -114,7 +114,8 @@ class Ingestor:
 
     async def ingest_path(self, path: Path, source: Source, lane: int = FRESH) -> IngestResult:
         """Read what is new in ``path``'s unit (the file, or the Slack export folder it is in), one task at a time."""
-        path = await anyio.to_thread.run_sync(source.unit_for, path)
+        folder = await anyio.to_thread.run_sync(source.export_folder, path)
+        path = folder or path
         lock = self.lock_for(str(path))
         started = time.monotonic()
         try:
@@ -125,12 +126,13 @@ class Ingestor:
             raise RpcError(BUSY, f"{path} is being ingested by another task; gave up after waiting {waited:.1f}s",
                            {"waited_s": round(waited, 3)}) from None
         try:
-            return await self._ingest_locked(path, source, lane)
+            return await self._ingest_locked(path, source, lane, export=folder is not None)
         finally:
             lock.release()
 
     # core ----------------------------------------------------------------------------------------------
-    async def _ingest_locked(self, path: Path, source: Source, lane: int) -> IngestResult:
+    async def _ingest_locked(self, path: Path, source: Source, lane: int, *, export: bool) -> IngestResult:
+        """Ingest one unit; ``export``: it is a Slack export folder (read whole)."""
         res = IngestResult(str(path))
         st = self.status.setdefault(source.key, SourceStatus())
         try:
@@ -141,10 +143,9 @@ class Ingestor:
                 await self._ingest_project_file(path, source, lane, res)
                 st.last_ingest = time.time()
                 return res
-            folder = await anyio.to_thread.run_sync(source.export_folder, path)
-            if folder is not None:
+            if export:
                 res.fmt = "slack"
-                await self._ingest_slack(folder, source, lane, res)
+                await self._ingest_slack(path, source, lane, res)
                 st.last_ingest = time.time()
                 return res
             fmt = source.fmt if source.fmt != "auto" else await anyio.to_thread.run_sync(_detect, path)

@@ -9,6 +9,7 @@ import functools
 import getpass
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -150,17 +151,16 @@ class Palace:
         found: list[tuple[float, Path]] = []
         try:
             for path in source.iter_files():
-                cur = cursors.get(str(path))
-                if path.is_dir():  # a Slack export (the only folder unit): changed when any of its files is
-                    n, size, mtime = folder_signature(path)
-                    if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
-                        found.append((mtime, path))
-                    continue
                 try:
                     st = path.stat()
                 except OSError:
                     continue
-                if cur is None or not cur.same_file(st):
+                cur = cursors.get(str(path))
+                if stat.S_ISDIR(st.st_mode):  # a Slack export (the only folder unit): changed when any file is
+                    n, size, mtime = folder_signature(path)
+                    if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
+                        found.append((mtime, path))
+                elif cur is None or not cur.same_file(st):
                     found.append((st.st_mtime, path))
         except OSError as exc:
             log.warning("scan_failed", source=source.key, error=str(exc))
@@ -232,8 +232,8 @@ class Palace:
             return
         if source.mode == "projects" and not await anyio.to_thread.run_sync(self._project_allows, source, path):
             return
-        if source.wants(path):
-            self.files.put(str(source.unit_for(path)), FRESH)
+        if source.wants(path):  # not in an export folder (checked above): the file is its own unit
+            self.files.put(str(path), FRESH)
 
     async def pack_loop(self, quiet_s: float = 2.0) -> None:
         """Re-pack a pack-mode folder once its markdown has been quiet for ``quiet_s`` (event-driven)."""

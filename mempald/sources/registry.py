@@ -68,10 +68,6 @@ class Source:
             folder = folder.parent
         return None
 
-    def unit_for(self, path: Path) -> Path:
-        """What to re-read when ``path`` changes: the file itself, or the whole Slack export folder."""
-        return self.export_folder(path) or path
-
     def iter_files(self) -> Iterator[Path]:
         """The units to read: files, and Slack export folders as one unit each."""
         if self.fmt == "slack":

@@ -131,6 +131,7 @@ def test_exports_folder_with_a_slack_export_inside(daemon: Daemon, formats_dir: 
     day = [{"type": "message", "user": "U064SRKPD", "ts": "1454328000.000100",
             "text": "The heron migration of the meetup site is scheduled for Tuesday night."}]
     (team / "general" / "2016-02-01.json").write_text(json.dumps(day))
+
     def heron() -> list[dict[str, Any]]:
         return [h for h in hits(daemon, "heron migration meetup site", source_kind="slack") if "heron" in h["text"]]
 

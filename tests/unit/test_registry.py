@@ -25,9 +25,9 @@ def test_a_slack_export_inside_a_folder_of_exports_is_one_unit(tmp_path: Path) -
     units = list(src.iter_files())
     assert units == [root / "chat.json", root / "work" / "notes.md", root / "work" / "team"]
     day = root / "work" / "team" / "general" / "2024-01-02.json"
-    assert src.export_folder(day) == root / "work" / "team" and src.unit_for(day) == root / "work" / "team"
+    assert src.export_folder(day) == root / "work" / "team"  # a day file's unit is its export folder
     assert src.wants(root / "work" / "team") and src.wants(day)
-    assert src.export_folder(root / "chat.json") is None and src.unit_for(root / "chat.json") == root / "chat.json"
+    assert src.export_folder(root / "chat.json") is None  # a file outside an export is its own unit
     assert not src.wants(root / "work")  # a plain folder is not a unit
     assert src.export_folder(tmp_path / "elsewhere" / "users.json") is None  # outside the root
 
@@ -37,6 +37,6 @@ def test_a_watched_slack_export_is_a_slack_source(tmp_path: Path) -> None:
     assert is_slack_export(tmp_path / "team") and not is_slack_export(tmp_path / "team" / "general")
     src = source_from_spec(SourceSpec(path=str(tmp_path / "team"), mode="convos"), tmp_path / "team")
     assert src.fmt == "slack" and list(src.iter_files()) == [tmp_path / "team"]
-    assert src.unit_for(tmp_path / "team" / "general" / "2024-01-02.json") == tmp_path / "team"
+    assert src.export_folder(tmp_path / "team" / "general" / "2024-01-02.json") == tmp_path / "team"
     projects = Source("projects:x", tmp_path, "projects", "auto")
     assert projects.export_folder(tmp_path / "team" / "users.json") is None  # code repos read files
