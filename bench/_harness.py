@@ -3,7 +3,7 @@ Claude Code transcripts, percentiles, the table and the JSON file.
 
 Every benchmark starts ``python -m mempald`` with its own temp HOME, XDG and MEMPAL_* directories (like
 ``tests/conftest.py``), writes transcripts into the fake ``~/.claude/projects`` and talks to the daemon over
-its real socket with ``client.connection``.
+its real socket with ``mempal.connection``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from client.connection import Connection  # noqa: E402
+from mempal.connection import Connection  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------
 # environment
@@ -99,7 +99,7 @@ def write_config(be: BenchEnv, text: str) -> None:
 
 
 def socket_of(env: dict[str, str]) -> Path:
-    from client.paths import socket_path
+    from mempal.paths import socket_path
 
     return socket_path(env)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from _harness import exchange_lines
 
 if TYPE_CHECKING:
-    from mempald.drawers import Drawer
+    from mempald.ingest.drawers import Drawer
 
 CACHE = Path("/tmp/mempal-bench-cache")
 DISTINCT = 512
@@ -32,7 +32,7 @@ NOISE = 0.02  # per component, on unit vectors of 384 dims
 
 
 def _drawers(n_drawers: int, count_tokens: Callable[[str], int], seed: int = 3) -> list[Drawer]:
-    from mempald.drawers import SourceInfo, build_drawers
+    from mempald.ingest.drawers import SourceInfo, build_drawers
     from mempald.normalize.claude_code import parse_lines
     from mempald.normalize.model import Line
 
@@ -60,9 +60,9 @@ def _drawers(n_drawers: int, count_tokens: Callable[[str], int], seed: int = 3) 
 
 
 def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
-    from mempald.drawers import index_text
-    from mempald.embed import Embedder
-    from mempald.sparse import Bm25Encoder
+    from mempald.embed.embedder import Embedder
+    from mempald.embed.sparse import Bm25Encoder
+    from mempald.ingest.drawers import index_text
     from mempald.store.base import PointData
     from mempald.store.edge import EdgeStore
 

@@ -74,7 +74,7 @@ def main() -> None:
             d.stop()
         disk_mb = dir_size_mb(be.data_dir)
 
-        from mempald.embed import MAX_SEQ_LEN, Embedder
+        from mempald.embed.embedder import MAX_SEQ_LEN, Embedder
 
         emb = Embedder(models_dir=be.data_dir / "models")
         rows.sort(key=lambda r: -float(r.get("ts") or 0.0))  # the dense queue's order: newest first

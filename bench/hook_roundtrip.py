@@ -2,10 +2,9 @@
 
     python bench/hook_roundtrip.py [--n 50] [--drawers 10000] [--smoke] [--json PATH]
 
-Runs ``python -m hooks.run prompt`` with Claude Code's hook JSON on stdin against a real daemon whose store
+Runs ``python -m mempal.hook prompt`` with Claude Code's hook JSON on stdin against a real daemon whose store
 is pre-filled with ``--drawers`` drawers (``bench/_prefill.py``); the hook asks the daemon for ``recall``
-(inbox + relevant memories, a search). If ``hooks/run.py`` does not exist, ``python -m client.cli status``
-stands in (reported as such). Also times a bare ``python -c pass`` for the interpreter's own share.
+(inbox + relevant memories, a search). Also times a bare ``python -c pass`` for the interpreter's own share.
 """
 
 from __future__ import annotations
@@ -33,9 +32,7 @@ def main() -> None:
     args = ap.parse_args()
     n = size(args)
     n_drawers = args.drawers if args.drawers is not None else (300 if args.smoke else 10_000)
-    have_hook = (REPO / "hooks" / "run.py").is_file()
-    cmd = [sys.executable, "-m", "hooks.run", "prompt"] if have_hook else [sys.executable, "-m", "client.cli",
-                                                                          "status"]
+    cmd = [sys.executable, "-m", "mempal.hook", "prompt"]
     rnd = random.Random(4)
     load_start = loadavg()
     with bench_env(keep=args.keep) as be:
@@ -55,11 +52,11 @@ def main() -> None:
                 if i >= 2:  # two warm-ups (page cache)
                     times.append(ms)
                     outputs += bool(out.stdout.strip())
-    res: dict[str, Any] = {"command": " ".join(cmd[1:]), "stand_in": not have_hook, "drawers": n_drawers,
+    res: dict[str, Any] = {"command": " ".join(cmd[1:]), "drawers": n_drawers,
            "hook_ms": summary(times), "python_bare_ms": summary(bare), "answers_with_context": outputs,
            "loadavg_start": load_start}
     report("hook_roundtrip", [
-        ("command", res["command"] + (" (stand-in: hooks/run.py missing)" if not have_hook else "")),
+        ("command", res["command"]),
         ("store drawers (pre-filled)", n_drawers),
         ("hook p50 / p95 (ms)", f"{res['hook_ms']['p50']} / {res['hook_ms']['p95']}"),
         ("bare interpreter p50 (ms)", res["python_bare_ms"]["p50"]),

@@ -36,19 +36,20 @@ import anyio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mempald.densify import DenseWorker  # noqa: E402
-from mempald.drawers import SourceInfo  # noqa: E402
-from mempald.embed import Embedder  # noqa: E402
-from mempald.ingest import Ingestor  # noqa: E402
+from mempald.config import parse_settings  # noqa: E402
+from mempald.embed.embedder import Embedder  # noqa: E402
+from mempald.ingest.dense import DenseWorker  # noqa: E402
+from mempald.ingest.drawers import SourceInfo  # noqa: E402
+from mempald.ingest.ingestor import Ingestor  # noqa: E402
+from mempald.ingest.queues import BACKFILL  # noqa: E402
 from mempald.normalize.model import Exchange  # noqa: E402
-from mempald.queues import BACKFILL, DenseQueue  # noqa: E402
-from mempald.ranking import SearchOptions  # noqa: E402
-from mempald.search import Searcher, SearchRequest  # noqa: E402
-from mempald.sparse import Bm25Encoder  # noqa: E402
-from mempald.state import State  # noqa: E402
+from mempald.runtime.root import Backends, Daemon  # noqa: E402
+from mempald.search import ranking  # noqa: E402
+from mempald.search.ranking import SearchOptions  # noqa: E402
+from mempald.search.searcher import SearchRequest  # noqa: E402
+from mempald.state.db import State  # noqa: E402
 from mempald.store.base import Filters  # noqa: E402
 from mempald.store.edge import EdgeStore  # noqa: E402
-from mempald.store.runner import StoreRunner  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -212,7 +213,7 @@ def _options(args: argparse.Namespace) -> SearchOptions:
 def aaak_samples(samples: list[Sample]) -> tuple[list[Sample], int, int]:
     """The same conversations with every turn replaced by its AAAK encoding (what ``mempal compress`` stores),
     and the characters before and after, to measure what the lossy dialect costs retrieval."""
-    from mempald import aaak
+    from mempald.features import aaak
 
     out: list[Sample] = []
     before = after = 0
@@ -245,16 +246,16 @@ async def run(args: argparse.Namespace, *, aaak_mode: bool = False) -> dict[str,
 async def _measure(args: argparse.Namespace, samples: list[Sample], work: Path, reuse: bool, chars: tuple[int, int],
                    aaak_mode: bool) -> dict[str, Any]:
     embedder = Embedder(models_dir=work / "models", threads=args.threads)
-    store = EdgeStore(work / "store", embedder.dim)
+    store = EdgeStore(work / "store", embedder.dim, ranker=ranking.rank)
     state = State(work / "state.sqlite3")
-    runner = StoreRunner(store)
-    bm25 = Bm25Encoder()
-    dense = DenseQueue()
-    ingestor = Ingestor(state=state, runner=runner, embedder=embedder, bm25=bm25, dense=dense, machine="bench",
-                        user="bench", max_tokens=250, redact=False, extract=False, lock_timeout=60,
-                        read_budget=1 << 21, max_line=1 << 24)
-    densifier = DenseWorker(dense, runner, embedder, 64, 250)
-    searcher = Searcher(runner, embedder, bm25)
+    # The daemon's own components, built by its composition root over this in-process store; no loops run.
+    settings = parse_settings({"ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
+                               "store": {"machine": "bench"},
+                               "embed": {"batch_size": 8}, "sources": {"claude_projects": "", "codex_sessions": ""}},
+                              env={})
+    daemon = Daemon(settings, Backends(embedder, store, None, state))
+    ingestor, densifier, searcher = daemon.ingestor, daemon.densifier, daemon.searcher
+    densifier.batch_size = 64  # the benchmark embeds offline: bigger batches, same vectors
     opts = _options(args)
 
     rows: list[tuple[int, dict[str, float]]] = []

@@ -112,7 +112,7 @@ class SourcesSettings:
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     limit: int = 10
-    dense_weight: float = 0.3  # chosen by bench/locomo.py (see mempald.fusion)
+    dense_weight: float = 0.3  # chosen by bench/locomo.py (see mempald.search.fusion)
     candidates: int = 100
 
 
@@ -316,6 +316,44 @@ def write_raw(raw: Mapping[str, Any], path: Path | None = None) -> None:
     tmp = path.with_suffix(".toml.tmp")
     tmp.write_bytes(tomli_w.dumps(dict(raw)).encode("utf-8"))
     os.replace(tmp, path)
+
+
+# Settings read when the daemon starts (the socket, the store, the model, the queues between threads): a reload
+# reports a change to them and it takes effect at the next start. Every other setting is read where it is used,
+# from the current snapshot, so a reload applies it at once.
+RESTART_SECTIONS = ("daemon", "store", "embed")
+RESTART_KEYS = ("ingest.watch_events", "ingest.event_buffer", "ingest.max_line_bytes")
+
+
+def restart_needed(old: Settings, new: Settings) -> list[str]:
+    """The changed settings that take effect only after a restart (``section.key``), sorted."""
+    a, b = as_dict(old), as_dict(new)
+    changed: list[str] = []
+    for section in RESTART_SECTIONS:
+        changed += [f"{section}.{k}" for k in b[section] if a[section].get(k) != b[section][k]]
+    for key in RESTART_KEYS:
+        section, _, k = key.partition(".")
+        if a[section].get(k) != b[section].get(k):
+            changed.append(key)
+    return sorted(changed)
+
+
+class SettingsRef:
+    """The daemon's settings: one immutable snapshot that every component reads when it needs a value, swapped
+    whole by a reload (SIGHUP, or a command that edits the config)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._current = settings
+
+    @property
+    def current(self) -> Settings:
+        return self._current
+
+    def swap(self, new: Settings) -> list[str]:
+        """Install ``new``; returns the changed settings that still need a restart (``restart_needed``)."""
+        pending = restart_needed(self._current, new)
+        self._current = new
+        return pending
 
 
 def as_dict(settings: Settings) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""structlog, configured once: JSON lines when stderr is not a TTY, the console renderer on a TTY."""
+"""structlog, configured once: JSON lines when stderr is not a TTY, the console renderer on a TTY.
+
+``get(component)`` gives a logger whose every line names the component that wrote it (``component=...``).
+"""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ def configure(verbose: bool = False, json: bool | None = None) -> None:
     )
 
 
-def get(name: str) -> structlog.typing.FilteringBoundLogger:
-    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name)
+def get(component: str) -> structlog.typing.FilteringBoundLogger:
+    """A logger for one component (``app``, ``server``, ``ingest``, ``store``...): its lines say which."""
+    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(component=component)
     return logger

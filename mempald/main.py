@@ -1,4 +1,14 @@
-"""``mempald``: run the daemon, or install/uninstall it as a user service."""
+"""``mempald``: run the daemon, install it as a user service, or work on the data without it.
+
+    mempald [run] [-v]                   the daemon, in the foreground (the default)
+    mempald install-service | uninstall-service [--dry-run]
+    mempald doctor [--json]              every check, the store and the model included
+    mempald migrate --to URL [--from PATH]
+    mempald pack DIR ... | pack-prune FILE ...
+
+Only this package opens a store or loads the model; the ``mempal`` client tells which of these to run when the
+daemon is down.
+"""
 
 from __future__ import annotations
 
@@ -17,13 +27,25 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("install-service", "uninstall-service"):
         p = sub.add_parser(name, help=f"{name.split('-')[0]} the systemd user unit / launchd agent")
         p.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
+    p = sub.add_parser("doctor", help="check the installation, the store and the model (exit 0 only if all pass)")
+    p.add_argument("--json", action="store_true")
+    from mempald.ops import offline
+
+    offline.register(sub)
     args = parser.parse_args(argv)
     if args.command in ("install-service", "uninstall-service"):
-        from mempald import service
+        from mempald.runtime import service
 
         fn = service.install_service if args.command == "install-service" else service.uninstall_service
         return fn(dry_run=args.dry_run)
-    from mempald.app import main_run
+    if args.command == "doctor":
+        from mempal.cli.doctor import print_checks
+        from mempald.ops.doctor import run_checks
+
+        return print_checks(run_checks(), as_json=args.json)
+    if args.command in ("migrate", "pack", "pack-prune"):
+        return offline.run(args)
+    from mempald.runtime.app import main_run
 
     return main_run(verbose=args.verbose)
 

@@ -91,8 +91,8 @@ class Daemon:
         raise AssertionError(f"mempald did not become ready:\n{self.logs()}")
 
     def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> Any:
-        from client.connection import Connection
-        from client.paths import socket_path
+        from mempal.connection import Connection
+        from mempal.paths import socket_path
 
         path = socket_path(self.env)
         with Connection(path, timeout=timeout) as conn:

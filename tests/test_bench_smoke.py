@@ -18,7 +18,7 @@ EXPECTED = {
                  "peak_rss_mb", "end_to_end_s", "texts_over_model_length"},
     "freshness": {"idle", "backfilling", "n", "backlog_exchanges"},
     "search_latency": {"sizes", "prefilled"},
-    "hook_roundtrip": {"command", "stand_in", "hook_ms", "python_bare_ms"},
+    "hook_roundtrip": {"command", "hook_ms", "python_bare_ms"},
     "responsiveness": {"status_ms", "n_exchanges"},
     "footprint": {"startup_ms", "idle_rss_mb", "disk_total_mb", "drawers"},
 }

@@ -30,7 +30,7 @@ from watchdog.observers import Observer
 
 from mempald import logs
 
-log = logs.get("mempald.watch")
+log = logs.get("watch")
 
 # The kernel is asked only for these (inotify mask): no open/access/close-without-write events (the daemon's
 # own reads would echo back), and no "directory modified" (sent for the parent of every change; it would

@@ -1,14 +1,14 @@
 """The store contract both backends implement, and the schema they share.
 
-Every call is blocking: the daemon calls them from one worker thread (see ``StoreRunner`` in ingest), never
-from the event loop. Points have two named vectors, ``dense`` (cosine) and ``sparse`` (BM25 with the IDF
+Every call is blocking: the daemon calls them from one worker thread (``gateway.StoreGateway``), never from
+the event loop. Points have two named vectors, ``dense`` (cosine) and ``sparse`` (BM25 with the IDF
 modifier); a point may exist with only its sparse vector for a short while (keyword-searchable first,
 dense vector added by the embedding queue).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -95,9 +95,30 @@ class Filters:
         return [(k, v) for k, v in pairs if v]
 
 
+@dataclass(frozen=True, slots=True)
+class RankRequest:
+    """One search to rank next to the data: the query's vectors and text, the filters, how many candidates to
+    fetch and hits to return. ``options`` belong to the ranker (the store only passes them on)."""
+
+    dense: Sequence[float]
+    sparse: SparseVec
+    query: str
+    filters: Filters
+    candidates: int
+    limit: int
+    options: Any
+    now: float  # epoch seconds: "now" for relative date words in the query
+
+
+# Ranks a request against a store (search code, given to the store by whoever opens it: the store package does
+# not know how search ranks). Hits are JSON-ready dicts.
+Ranker = Callable[["Store", RankRequest], list[dict[str, Any]]]
+
+
 class Store(Protocol):
     """What the daemon needs from a backend. Implementations: ``edge.EdgeStore`` (in the daemon through
-    ``hosted.HostedEdgeStore``, its child process), ``server.ServerStore``."""
+    ``hosted.HostedEdgeStore``, its child process), ``server.ServerStore``. Every call is blocking; the daemon
+    makes them through ``gateway.StoreGateway``."""
 
     location: str
 
@@ -122,6 +143,10 @@ class Store(Protocol):
     def count(self, filters: Filters) -> int: ...
 
     def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]: ...
+
+    def rank(self, request: RankRequest) -> list[dict[str, Any]]:
+        """The ranked hits of a search, computed where the data is (the ranker the store was opened with)."""
+        ...
 
     def delete(self, filters: Filters) -> None: ...
 

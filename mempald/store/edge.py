@@ -33,6 +33,8 @@ from mempald.store.base import (
     Filters,
     Hit,
     PointData,
+    Ranker,
+    RankRequest,
     SparseVec,
     StoredPoint,
     StoreError,
@@ -143,8 +145,9 @@ def _dims_of(shard_dir: Path) -> int:
 
 
 class EdgeStore:
-    def __init__(self, path: Path, dim: int, shard: str | None = None) -> None:
+    def __init__(self, path: Path, dim: int, shard: str | None = None, *, ranker: Ranker | None = None) -> None:
         self.path = path
+        self._ranker = ranker
         self.location = f"edge:{path}"
         self.dim = dim
         self._closed = False
@@ -277,6 +280,11 @@ class EdgeStore:
         tmp = self.path / (META_FILE + ".tmp")
         tmp.write_text(json.dumps(dict(meta), indent=2, sort_keys=True))
         os.replace(tmp, self.path / META_FILE)
+
+    def rank(self, request: RankRequest) -> list[dict[str, Any]]:
+        if self._ranker is None:
+            raise StoreError("this store was opened without a ranker: it cannot rank searches")
+        return self._ranker(self, request)
 
     def points(self) -> int:
         return int(self._shard.info().points_count)

@@ -4,7 +4,7 @@ Every Qdrant Edge call holds the GIL for its whole run: a shard load (seconds at
 build (minutes), even a brute-force query. The daemon therefore keeps its store in a child process and talks
 to it over a socket pair (``mempald.store.hosted``):
 
-``python -m mempald.store.host serve --fd N --path DIR --dim D [--shard NAME]``
+``python -m mempald.store.host serve --fd N --path DIR --dim D [--shard NAME] [--ranker MODULE:FUNCTION]``
     opens the store and answers calls, one at a time, until the daemon closes the socket or goes away;
 ``python -m mempald.store.host build DIR``
     builds the vector indexes of a copied shard (low priority, dies with its parent) and exits.
@@ -19,25 +19,44 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import importlib
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from mempald.store.base import StoreError
+from mempald.store.base import Ranker, StoreError
 from mempald.store.edge import EdgeStore, build_index
 
-# Calls a host answers: the store contract plus what the index rebuild needs.
-CALLS = frozenset({
-    "upsert", "set_dense", "set_payload", "clear_dense", "retrieve", "query", "scroll", "count", "facet",
-    "delete", "get_meta", "set_meta", "flush", "points", "index_state", "snapshot_to", "replay", "rank",
-})
-WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "delete"})
 BUILD_NICE = 10
+
+# The calls a host answers, each named once: the store contract plus what the index rebuild needs. ``WRITES``
+# are those a rebuild journals and replays into the new shard (``mempald.store.hosted``).
+CALLS: dict[str, Callable[..., Any]] = {
+    "upsert": EdgeStore.upsert,
+    "set_dense": EdgeStore.set_dense,
+    "set_payload": EdgeStore.set_payload,
+    "clear_dense": EdgeStore.clear_dense,
+    "delete": EdgeStore.delete,
+    "retrieve": EdgeStore.retrieve,
+    "query": EdgeStore.query,
+    "scroll": EdgeStore.scroll,
+    "count": EdgeStore.count,
+    "facet": EdgeStore.facet,
+    "rank": EdgeStore.rank,
+    "get_meta": EdgeStore.get_meta,
+    "set_meta": EdgeStore.set_meta,
+    "flush": EdgeStore.flush,
+    "points": EdgeStore.points,
+    "index_state": EdgeStore.index_state,
+    "snapshot_to": lambda store, dst: store.snapshot_to(Path(dst)),
+}
+WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "delete"})
 
 
 def _die_with_parent() -> None:
@@ -56,28 +75,33 @@ def _watch_parent(parent: int) -> None:
 
 
 def _apply(store: EdgeStore, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if method not in CALLS:
-        raise StoreError(f"the store process has no call {method!r}")
     if method == "replay":
         (ops,) = args
         for name, a, kw in ops:
             if name not in WRITES:
                 raise StoreError(f"cannot replay {name!r}")
-            getattr(store, name)(*a, **kw)
+            CALLS[name](store, *a, **kw)
         return len(ops)
-    if method == "snapshot_to":
-        return store.snapshot_to(Path(args[0]))
-    if method == "rank":  # the whole search ranking next to the data (mempald.ranking: no model, no daemon state)
-        from mempald.ranking import rank
-
-        return rank(store, *args, **kwargs)
-    return getattr(store, method)(*args, **kwargs)
+    call = CALLS.get(method)
+    if call is None:
+        raise StoreError(f"the store process has no call {method!r}")
+    return call(store, *args, **kwargs)
 
 
-def serve(conn: Connection, path: Path, dim: int, shard: str | None) -> int:
+def load_ranker(ref: str) -> Ranker | None:
+    """The ranker named ``module:function`` by the daemon (the store package does not import search code; the
+    daemon's composition root says which ranker its store runs)."""
+    if not ref:
+        return None
+    module, _, name = ref.partition(":")
+    ranker: Ranker = getattr(importlib.import_module(module), name)
+    return ranker
+
+
+def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ranker | None = None) -> int:
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     try:
-        store = EdgeStore(path, dim, shard)
+        store = EdgeStore(path, dim, shard, ranker=ranker)
     except Exception as exc:  # reported to the daemon, which exits with the reason
         conn.send(("err", "store", str(exc)))
         return 1
@@ -110,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--path", required=True)
     s.add_argument("--dim", type=int, required=True)
     s.add_argument("--shard", default=None)
+    s.add_argument("--ranker", default="", help="module:function that ranks searches next to the data")
     b = sub.add_parser("build")
     b.add_argument("dir")
     b.add_argument("--indexing-threshold-kb", type=int, default=1)
@@ -131,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     with Connection(args.fd) as conn:
-        return serve(conn, Path(args.path), args.dim, args.shard)
+        return serve(conn, Path(args.path), args.dim, args.shard, load_ranker(args.ranker))
 
 
 if __name__ == "__main__":

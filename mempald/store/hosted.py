@@ -35,11 +35,12 @@ import anyio
 import anyio.to_thread
 
 from mempald import logs
-from mempald.store.base import Filters, Hit, PointData, SparseVec, StoredPoint, StoreError
+from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, StoredPoint, StoreError
 from mempald.store.edge import LEGACY_SHARD, current_shard, set_current_shard
-from mempald.store.runner import StoreRunner
+from mempald.store.gateway import StoreGateway
+from mempald.store.host import WRITES
 
-log = logs.get("mempald.store")
+log = logs.get("store")
 
 BUILDING = ".building"
 # Writes kept for replay during one rebuild (points); past this the rebuild is dropped and retried later.
@@ -64,12 +65,14 @@ def child_env() -> dict[str, str]:
 class _Host:
     """One ``mempald.store.host serve`` process and the daemon's end of its socket pair."""
 
-    def __init__(self, path: Path, dim: int, shard: str | None) -> None:
+    def __init__(self, path: Path, dim: int, shard: str | None, ranker: str = "") -> None:
         ours, theirs = socket.socketpair()
         cmd = [sys.executable, "-m", "mempald.store.host", "serve", "--fd", str(theirs.fileno()),
                "--path", str(path), "--dim", str(dim)]
         if shard:
             cmd += ["--shard", shard]
+        if ranker:
+            cmd += ["--ranker", ranker]
         try:
             self.proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=child_env())
         finally:
@@ -139,11 +142,13 @@ def remove_stale_shards(path: Path) -> list[str]:
 
 
 class HostedEdgeStore:
-    """The ``Store`` contract, answered by a child process that owns the Qdrant Edge shard."""
+    """The ``Store`` contract, answered by a child process that owns the Qdrant Edge shard. ``ranker`` names the
+    ``module:function`` the child ranks searches with (the daemon's composition root chooses it)."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(self, path: Path, dim: int, *, ranker: str = "") -> None:
         self.path = path
         self.dim = dim
+        self.ranker = ranker
         self.location = f"edge:{path}"
         path.mkdir(parents=True, exist_ok=True)
         removed = remove_stale_shards(path)
@@ -157,7 +162,7 @@ class HostedEdgeStore:
     def _start(self, shard: str | None) -> _Host:
         """Start a host; retried briefly, as a host of a daemon that just died may still hold the shard."""
         for attempt in range(START_ATTEMPTS):
-            host = _Host(self.path, self.dim, shard)
+            host = _Host(self.path, self.dim, shard, self.ranker)
             try:
                 host.wait_ready()
                 return host
@@ -185,6 +190,7 @@ class HostedEdgeStore:
             return self._host.call(method, args, kwargs)
 
     def _write(self, method: str, *args: Any) -> None:
+        assert method in WRITES, method  # only these are journaled and replayed
         self._call(method, *args)
         journal = self._journal  # (``abort_rebuild`` may drop it from another thread)
         if journal is not None:
@@ -231,9 +237,9 @@ class HostedEdgeStore:
         page, nxt = self._call("scroll", filters, limit, offset, with_vectors=with_vectors)
         return list(page), nxt
 
-    def rank(self, *args: Any) -> list[dict[str, Any]]:
-        """``mempald.ranking.rank`` run in the store process: only the final hits are pickled back."""
-        return list(self._call("rank", *args))
+    def rank(self, request: RankRequest) -> list[dict[str, Any]]:
+        """The search ranked in the store process: only the final hits are pickled back."""
+        return list(self._call("rank", request))
 
     def count(self, filters: Filters) -> int:
         return int(self._call("count", filters))
@@ -272,7 +278,7 @@ class HostedEdgeStore:
 
     def spawn_host(self, shard: str) -> _Host:
         """Step 3: start a host on the built copy (call from the daemon's main thread; wait with ``wait_ready``)."""
-        return _Host(self.path, self.dim, shard)
+        return _Host(self.path, self.dim, shard, self.ranker)
 
     def finish_rebuild(self, new: _Host) -> tuple[_Host, int]:
         """Step 3-4, on the store's worker thread: replay, flush, switch. Returns the old host to close."""
@@ -299,10 +305,10 @@ def build_command(shard_dir: Path) -> list[str]:
     return [sys.executable, "-m", "mempald.store.host", "build", str(shard_dir)]
 
 
-async def rebuild_index(runner: StoreRunner, store: HostedEdgeStore) -> dict[str, Any]:
+async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[str, Any]:
     """Build the store's indexes in a separate process and swap the built shard in (module docstring)."""
     t0 = time.monotonic()
-    building = await runner.run(store.begin_rebuild)
+    building = await gateway.exclusive(store.begin_rebuild)
     copied = time.monotonic()
     final = building.with_name(building.name.removesuffix(BUILDING))
     new: _Host | None = None
@@ -321,7 +327,7 @@ async def rebuild_index(runner: StoreRunner, store: HostedEdgeStore) -> dict[str
         new = store.spawn_host(final.name)
         await anyio.to_thread.run_sync(new.wait_ready)
         loaded = time.monotonic()
-        old, replayed = await runner.run(store.finish_rebuild, new)
+        old, replayed = await gateway.exclusive(lambda: store.finish_rebuild(new))
         swapped = True
     finally:
         if not swapped:

@@ -51,6 +51,8 @@ from mempald.store.base import (
     Filters,
     Hit,
     PointData,
+    Ranker,
+    RankRequest,
     SparseVec,
     StoredPoint,
     StoreError,
@@ -59,7 +61,7 @@ from mempald.store.base import (
 if TYPE_CHECKING:
     from mempald.config import Settings, StoreSettings
 
-log = logs.get("mempald.store.server")
+log = logs.get("store.server")
 
 T = TypeVar("T")
 
@@ -243,8 +245,10 @@ class ServerStore:
         replication_factor: int = 0,
         attempts: int = 3,
         backoff_s: float = 0.25,
+        ranker: Ranker | None = None,
     ) -> None:
         mode, arg = parse_url(url)
+        self._ranker = ranker
         if not collection:
             raise StoreError("store.collection: must not be empty")
         self.dim = dim
@@ -271,12 +275,12 @@ class ServerStore:
         log.debug("store.opened", location=self.location)
 
     @classmethod
-    def from_settings(cls, settings: Settings, dim: int) -> ServerStore:
+    def from_settings(cls, settings: Settings, dim: int, ranker: Ranker | None = None) -> ServerStore:
         s = settings.store
         mode, _ = parse_url(s.url)
         key = read_api_key(s) if mode == "remote" else None
         return cls(s.url, dim, collection=s.collection, api_key=key, timeout_s=s.timeout_s,
-                   shard_number=s.shard_number, replication_factor=s.replication_factor)
+                   shard_number=s.shard_number, replication_factor=s.replication_factor, ranker=ranker)
 
     def __repr__(self) -> str:
         return f"ServerStore({self.location!r})"
@@ -584,6 +588,11 @@ class ServerStore:
     # lifecycle ---------------------------------------------------------------------------------------------
     def flush(self) -> None:
         """Nothing to do: every write waited for the server to apply it."""
+
+    def rank(self, request: RankRequest) -> list[dict[str, Any]]:
+        if self._ranker is None:
+            raise StoreError("this store was opened without a ranker: it cannot rank searches")
+        return self._ranker(self, request)
 
     def close(self) -> None:
         if self._closed:

@@ -190,7 +190,7 @@ def test_kill_9_twenty_times_during_backfill_loses_and_duplicates_nothing(daemon
         first_words = expected[key].user.split(":", 1)[0]  # "Question 17 of 0000000a"
         assert first_words in chunks[0]["text"], key
     # Every chunk's content hash is the hash of its own text (nothing half-written).
-    from mempald.drawers import content_hash
+    from mempald.ingest.drawers import content_hash
 
     assert all(content_hash(p["text"]) == p["content_hash"] for p in pts)
     # (status's drawer count may be served from its cache while the dense stage runs: not compared here)

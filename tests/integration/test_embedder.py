@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mempald.embed import DEFAULT_DIM, Embedder
+from mempald.embed.embedder import DEFAULT_DIM, Embedder
 
 
 def rss_mb() -> float:

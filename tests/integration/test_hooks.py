@@ -61,7 +61,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 def hook(env: dict[str, str], event: str, payload: Any, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     data = payload if isinstance(payload, str) else json.dumps(payload)
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "hooks.run", event, *args], input=data, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "mempal.hook", event, *args], input=data, capture_output=True,
                          text=True, env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=60)
     return res, time.perf_counter() - t0
 
@@ -206,15 +206,8 @@ def test_every_hook_is_silent_and_fast_when_the_daemon_is_down(home: Path) -> No
 
 
 def mempal_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``mempal`` with the cowork commands registered the way client/cli.py registers them."""
-    code = ("import argparse, sys\nfrom client import cowork_cli\nfrom client.cli import EXIT_DOWN, EXIT_ERROR\n"
-            "from client.connection import DaemonUnavailable\nfrom client.protocol import RpcError\n"
-            "p = argparse.ArgumentParser(prog='mempal'); p.add_argument('--timeout', type=float, default=30)\n"
-            "cowork_cli.register(p.add_subparsers(dest='command', required=True))\n"
-            "a = p.parse_args(sys.argv[1:])\n"
-            "try:\n    sys.exit(a.func(a))\n"
-            "except DaemonUnavailable as e:\n    print(f'mempal: {e}', file=sys.stderr); sys.exit(EXIT_DOWN)\n"
-            "except RpcError as e:\n    print(f'mempal: {e.message}', file=sys.stderr); sys.exit(EXIT_ERROR)\n")
+    """The real ``mempal`` command line, run in the test's environment."""
+    code = "import sys\nfrom mempal.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=60)
 

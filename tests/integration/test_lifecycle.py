@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from client.paths import socket_path
+from mempal.paths import socket_path
 from tests.conftest import Daemon
 from tests.integration.test_skeleton import assistant_line, user_line
 

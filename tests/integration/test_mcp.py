@@ -16,8 +16,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from client.mcp_shim import MEMORY_PROTOCOL, TOOLS
-from mempald.cowork import claude_dir_name
+from mempal.mcp_server import MEMORY_PROTOCOL, TOOLS
+from mempald.features.cowork import claude_dir_name
 from tests.conftest import FORMATS, REPO, Daemon
 from tests.integration.test_skeleton import assistant_line, user_line
 
@@ -28,7 +28,7 @@ Session = tuple[ClientSession, types.InitializeResult]
 
 @asynccontextmanager
 async def shim(env: dict[str, str], cwd: Path, client: str) -> AsyncIterator[Session]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "client.mcp_shim"], cwd=str(cwd),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mempal.mcp_server"], cwd=str(cwd),
                                    env={**env, "PYTHONPATH": str(REPO)})
     async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(
             read, write, client_info=types.Implementation(name=client, version="1.0")) as session:

@@ -21,7 +21,7 @@ def test_pack_cli_and_watch(daemon: Daemon, tmp_path: Path) -> None:
     shutil.copytree(CORPUS, kb)
     out_dir = tmp_path / "packed"
     daemon.start()
-    run = subprocess.run([sys.executable, "-m", "client.cli", "pack", str(kb), "-o", str(out_dir)],
+    run = subprocess.run([sys.executable, "-m", "mempal.cli.main", "pack", str(kb), "-o", str(out_dir)],
                          capture_output=True, text=True, env=daemon.env, timeout=240)
     assert run.returncode == 0, run.stderr
     text = (out_dir / "knowledge_base.md").read_text()
@@ -29,7 +29,7 @@ def test_pack_cli_and_watch(daemon: Daemon, tmp_path: Path) -> None:
     assert (out_dir / "knowledge_base.json").is_file()
 
     watch_out = tmp_path / "watched-pack"
-    add = subprocess.run([sys.executable, "-m", "client.cli", "watch", "add", str(kb), "--mode", "pack", "--wing",
+    add = subprocess.run([sys.executable, "-m", "mempal.cli.main", "watch", "add", str(kb), "--mode", "pack", "--wing",
                           "kb", "-o", str(watch_out)], capture_output=True, text=True, env=daemon.env, timeout=60)
     assert add.returncode == 0, add.stderr
     packed = watch_out / "knowledge_base.md"

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from client.protocol import RpcError
+from mempal.protocol import RpcError
 from tests.conftest import Daemon
 
 DECISION = "We decided to use Postgres instead of MySQL because we need JSONB and row-level security."
 
 
 def cli(d: Daemon, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "client.cli", *args], capture_output=True, text=True, env=d.env,
+    return subprocess.run([sys.executable, "-m", "mempal.cli.main", *args], capture_output=True, text=True, env=d.env,
                           input=stdin, timeout=60)
 
 
@@ -116,6 +116,10 @@ def test_migrate_to_a_server_collection_and_back(daemon: Daemon, tmp_path: Path)
     assert '"copied": 5' in out.stdout and '"ok": true' in out.stdout
     assert daemon.stop() == 0
     back = tmp_path / "edge-copy"
-    out = cli(daemon, "migrate", "--from", target, "--to", str(back), "--json")
+    # From another store, with no daemon: the daemon's package does it (the client never opens a store).
+    refused = cli(daemon, "migrate", "--from", target, "--to", str(back), "--json")
+    assert refused.returncode == 2 and "mempald migrate --from" in refused.stderr
+    out = subprocess.run([sys.executable, "-m", "mempald", "migrate", "--from", target, "--to", str(back), "--json"],
+                         capture_output=True, text=True, env=daemon.env, timeout=120)
     assert out.returncode == 0, out.stderr + out.stdout
     assert '"copied": 5' in out.stdout

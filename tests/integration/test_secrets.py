@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mempald.normalize.claude_code import parse_lines
-from mempald.redact import redact, strip_private
+from mempald.text.redact import redact, strip_private
 from tests.conftest import Daemon
 from tests.integration.test_crash import keyword_idle
 from tests.integration.test_skeleton import assistant_line, lines_of, user_line

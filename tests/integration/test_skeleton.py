@@ -80,7 +80,7 @@ def test_fixtures_are_searchable_with_citations(daemon: Daemon, home: Path, form
     assert search(daemon, "phx.server", wing="no-such-wing") == []
 
     # The CLI cites where the hit came from.
-    out = subprocess.run([sys.executable, "-m", "client.cli", "search", "phx.server", "--limit", "1"],
+    out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "search", "phx.server", "--limit", "1"],
                          capture_output=True, text=True, env=daemon.env, timeout=30)
     assert out.returncode == 0, out.stderr
     assert "from " + str(short) in out.stdout and "drawer" in out.stdout
@@ -188,7 +188,7 @@ def test_second_daemon_on_same_data_dir_exits_4(daemon: Daemon, tmp_path: Path) 
 
 
 def test_cli_says_how_to_start_when_daemon_is_down(home: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "client.cli", "status"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "status"], capture_output=True, text=True,
                          env=dict(os.environ), timeout=30)
     assert out.returncode == 3
     assert "mempald is not running" in out.stderr and "start it" in out.stderr

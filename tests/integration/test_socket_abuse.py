@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from client.protocol import (
+from mempal.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,

@@ -23,7 +23,7 @@ def hits(d: Daemon, query: str, **kw: Any) -> list[dict[str, Any]]:
 
 
 def mempal(d: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "client.cli", *args], capture_output=True, text=True, env=d.env,
+    return subprocess.run([sys.executable, "-m", "mempal.cli.main", *args], capture_output=True, text=True, env=d.env,
                           timeout=120)
 
 

@@ -22,8 +22,8 @@ import pytest
 from mempald.store import hosted
 from mempald.store.base import DELETED, Filters, PointData, SparseVec, StoreError
 from mempald.store.edge import CURRENT_FILE, EdgeStore, current_shard
+from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore, rebuild_index
-from mempald.store.runner import StoreRunner
 from tests.conftest import Daemon
 
 pytestmark = pytest.mark.anyio
@@ -60,21 +60,21 @@ def top_ids(s: HostedEdgeStore, i: int) -> list[str]:
 
 
 async def test_rebuild_indexes_and_keeps_every_write_made_meanwhile(store: HostedEdgeStore) -> None:
-    runner = StoreRunner(store)
+    gateway = StoreGateway(store)
     assert store.index_state() == (N, N)  # sparse vectors are indexed as they come, dense ones are not
     old_shard = current_shard(store.path)
     old_pid = store.pids[0]
 
     async def write_while_building() -> None:
         await anyio.sleep(0.3)  # after the copy, during the build
-        await runner.run(store.upsert, [point(i, dense=False) for i in range(N, N + 50)])
-        await runner.run(store.set_dense, [(pid(i), vec(i)) for i in range(N, N + 25)])
-        await runner.run(store.set_payload, [pid(1)], {"status": DELETED})
-        await runner.run(store.delete, Filters(wing=("w3",)))
+        await gateway.upsert([point(i, dense=False) for i in range(N, N + 50)])
+        await gateway.set_dense([(pid(i), vec(i)) for i in range(N, N + 25)])
+        await gateway.set_payload([pid(1)], {"status": DELETED})
+        await gateway.delete(Filters(wing=("w3",)))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(write_while_building)
-        res = await rebuild_index(runner, store)
+        res = await rebuild_index(gateway, store)
 
     assert res["replayed_writes"] == 4
     new_shard = current_shard(store.path)
@@ -104,10 +104,10 @@ async def test_failed_build_leaves_the_old_shard_current(
 ) -> None:
     fail = "import sys; print('no disk', file=sys.stderr); sys.exit(3)"
     monkeypatch.setattr(hosted, "build_command", lambda d: [sys.executable, "-c", fail])
-    runner = StoreRunner(store)
+    gateway = StoreGateway(store)
     before = current_shard(store.path)
     with pytest.raises(StoreError, match="index build failed: no disk"):
-        await rebuild_index(runner, store)
+        await rebuild_index(gateway, store)
     assert current_shard(store.path) == before
     assert sorted(p.name for p in store.path.iterdir() if p.is_dir()) == [before]
     store.upsert([point(N)])  # writes go on, and are no longer journaled
@@ -115,10 +115,10 @@ async def test_failed_build_leaves_the_old_shard_current(
 
 
 async def test_cancelled_build_is_cleaned_up(store: HostedEdgeStore) -> None:
-    runner = StoreRunner(store)
+    gateway = StoreGateway(store)
     before = current_shard(store.path)
     with anyio.move_on_after(0.5):
-        await rebuild_index(runner, store)
+        await rebuild_index(gateway, store)
     assert current_shard(store.path) == before
     assert sorted(p.name for p in store.path.iterdir() if p.is_dir()) == [before]
     assert store.count(Filters()) == N
@@ -128,16 +128,16 @@ async def test_too_many_writes_during_a_build_drop_it(
     store: HostedEdgeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hosted, "JOURNAL_MAX_POINTS", 10)
-    runner = StoreRunner(store)
+    gateway = StoreGateway(store)
 
     async def flood() -> None:
         await anyio.sleep(0.3)
-        await runner.run(store.upsert, [point(i) for i in range(N, N + 20)])
+        await gateway.upsert([point(i) for i in range(N, N + 20)])
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(flood)
         with pytest.raises(StoreError, match="too many writes"):
-            await rebuild_index(runner, store)
+            await rebuild_index(gateway, store)
     assert store.count(Filters()) == N + 20
     assert len([p for p in store.path.iterdir() if p.is_dir()]) == 1
 
@@ -198,7 +198,7 @@ def test_daemon_builds_the_index_when_idle_and_keeps_serving(daemon: Daemon, hom
     assert daemon.stop() == 0
     for p in st["index"]["store_pids"]:  # the store process closed with the daemon
         assert not Path(f"/proc/{p}").exists() or "zombie" in Path(f"/proc/{p}/status").read_text().lower()
-    status_line = subprocess.run([sys.executable, "-m", "client.cli", "status"], capture_output=True, text=True,
+    status_line = subprocess.run([sys.executable, "-m", "mempal.cli.main", "status"], capture_output=True, text=True,
                                  env=daemon.env, timeout=30)
     assert status_line.returncode == 3  # daemon down
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mempald import aaak
-from mempald.aaak import (
+from mempald.features import aaak
+from mempald.features.aaak import (
     EMOTION_CODES,
     EMOTIONS,
     FLAGS,

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mempald.chunking import split_tokens
+from mempald.text.chunking import split_tokens
 
 
 def words(text: str) -> int:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mempald import classify
-from mempald.classify import (
+from mempald.text import classify
+from mempald.text.classify import (
     CONVO_ROOMS,
     DEFAULT_ROOM_KEYWORDS,
     FOLDER_ROOMS,

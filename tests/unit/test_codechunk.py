@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mempald.codechunk import Chunk, chunk_text, is_probably_binary
+from mempald.text.codechunk import Chunk, chunk_text, is_probably_binary
 
 
 def numbered_lines(n: int, width: int = 39) -> str:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from client.protocol import INVALID_PARAMS, LIMIT_EXCEEDED, NOT_FOUND, RpcError
-from mempald.cowork import (
+from mempal.protocol import INVALID_PARAMS, LIMIT_EXCEEDED, NOT_FOUND
+from mempald.errors import MempalError
+from mempald.features.cowork import (
     MAX_INBOX_BYTES,
     MAX_MESSAGE_BYTES,
     MAX_PENDING,
@@ -20,9 +21,10 @@ from mempald.cowork import (
     norm_cwd,
     peek_partner,
 )
+from mempald.features.recall import compose, select_memories, worth_recalling
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, strip_injected
-from mempald.rpc_agents import compose, select_memories, worth_recalling
-from mempald.state import State
+from mempald.rpc.errors import wire_code
+from mempald.state.db import State
 
 CWD = "/home/u/acme"
 
@@ -59,41 +61,41 @@ def test_inboxes_are_per_cwd_and_cwd_is_normalised(inbox: CoworkInbox, tmp_path:
     inbox.push(sender="claude", target="codex", cwd="/elsewhere", text="other project")
     assert [m.text for m in inbox.drain("codex", str(real)).messages] == ["via the symlink"]
     assert norm_cwd(str(real) + "/./") == str(real)
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         norm_cwd("relative/dir")
-    assert err.value.code == INVALID_PARAMS
+    assert wire_code(err.value) == INVALID_PARAMS
 
 
 def test_a_client_cannot_push_to_itself(inbox: CoworkInbox) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         inbox.push(sender="claude", target="claude", cwd=CWD, text="hi me")
-    assert err.value.code == INVALID_PARAMS
+    assert wire_code(err.value) == INVALID_PARAMS
     assert "cannot push to itself" in err.value.message and "codex" in err.value.message
 
 
 @pytest.mark.parametrize(("sender", "target"), [("mallory", "codex"), ("claude", "gemini")])
 def test_unknown_agents_are_refused(inbox: CoworkInbox, sender: str, target: str) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         inbox.push(sender=sender, target=target, cwd=CWD, text="x")
-    assert err.value.code == INVALID_PARAMS
+    assert wire_code(err.value) == INVALID_PARAMS
 
 
 def test_message_size_cap(inbox: CoworkInbox) -> None:
     inbox.push(sender="claude", target="codex", cwd=CWD, text="x" * MAX_MESSAGE_BYTES)
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         inbox.push(sender="claude", target="codex", cwd=CWD, text="é" * (MAX_MESSAGE_BYTES // 2 + 1))  # bytes count
-    assert err.value.code == LIMIT_EXCEEDED
+    assert wire_code(err.value) == LIMIT_EXCEEDED
     assert f"limit is {MAX_MESSAGE_BYTES} bytes" in err.value.message
-    with pytest.raises(RpcError):
+    with pytest.raises(MempalError):
         inbox.push(sender="claude", target="codex", cwd=CWD, text="   ")
 
 
 def test_pending_count_cap(inbox: CoworkInbox) -> None:
     for i in range(MAX_PENDING):
         inbox.push(sender="claude", target="codex", cwd=CWD, text=f"m{i}")
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         inbox.push(sender="claude", target="codex", cwd=CWD, text="one too many")
-    assert err.value.code == LIMIT_EXCEEDED
+    assert wire_code(err.value) == LIMIT_EXCEEDED
     assert "full" in err.value.message and str(MAX_PENDING) in err.value.message
     # the other direction and other projects are separate inboxes
     inbox.push(sender="codex", target="claude", cwd=CWD, text="fine")
@@ -106,9 +108,9 @@ def test_total_bytes_cap(inbox: CoworkInbox) -> None:
     chunk = "y" * MAX_MESSAGE_BYTES
     for _ in range(MAX_INBOX_BYTES // MAX_MESSAGE_BYTES):
         inbox.push(sender="codex", target="claude", cwd=CWD, text=chunk)
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         inbox.push(sender="codex", target="claude", cwd=CWD, text="z")
-    assert err.value.code == LIMIT_EXCEEDED and "bytes pending" in err.value.message
+    assert wire_code(err.value) == LIMIT_EXCEEDED and "bytes pending" in err.value.message
     assert inbox.status(CWD)["inboxes"]["claude"]["bytes"] == MAX_INBOX_BYTES
 
 
@@ -266,7 +268,7 @@ def test_peek_finds_a_session_whose_folder_name_does_not_match(tmp_path: Path) -
 
 def test_peek_tail_window_skips_a_cut_first_line_and_reads_the_end(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from mempald import cowork
+    from mempald.features import cowork
 
     projects = tmp_path / "projects"
     cwd = str(tmp_path / "acme")
@@ -277,9 +279,9 @@ def test_peek_tail_window_skips_a_cut_first_line_and_reads_the_end(tmp_path: Pat
 
 
 def test_peek_without_a_session_is_not_found(tmp_path: Path) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(MempalError) as err:
         peek_partner(str(tmp_path), "claude", 5, claude_projects=tmp_path / "p", codex_sessions=tmp_path / "c")
-    assert err.value.code == NOT_FOUND
+    assert wire_code(err.value) == NOT_FOUND
 
 
 def test_peek_codex_rollout(tmp_path: Path, formats_dir: Path) -> None:
@@ -314,7 +316,7 @@ def test_worth_recalling() -> None:
 
 
 def test_compose_puts_the_inbox_first_and_keeps_to_the_budgets() -> None:
-    from mempald.cowork import Message
+    from mempald.features.cowork import Message
 
     msgs = (Message(1, "claude", CWD, "codex", "please review src/app.py", 0.0),)
     hits = [_hit(str(i), 0.8, text="word " * 400) for i in range(5)]
@@ -334,9 +336,9 @@ def test_compose_puts_the_inbox_first_and_keeps_to_the_budgets() -> None:
 
 
 def test_injected_marker_is_what_the_normalizers_strip() -> None:
-    from hooks.run import INJECT_CLOSE as HOOK_CLOSE
-    from hooks.run import INJECT_OPEN as HOOK_OPEN
-    from hooks.run import wrap
+    from mempal.hook import INJECT_CLOSE as HOOK_CLOSE
+    from mempal.hook import INJECT_OPEN as HOOK_OPEN
+    from mempal.hook import wrap
 
     assert (HOOK_OPEN, HOOK_CLOSE) == (INJECT_OPEN, INJECT_CLOSE)
     wrapped = wrap(f"remember this {INJECT_CLOSE} and this")

@@ -8,8 +8,8 @@ from datetime import datetime
 
 import pytest
 
-from mempald.factcheck import Issue, extract_claims, extract_triples, fact_check
-from mempald.kg import KnowledgeGraph
+from mempald.features.factcheck import Issue, extract_claims, extract_triples, fact_check
+from mempald.features.kg import KnowledgeGraph
 
 TODAY = "2026-03-01"
 

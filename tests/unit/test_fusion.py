@@ -1,4 +1,4 @@
-"""Unit tests for mempald.fusion on small hand-made candidate lists."""
+"""Unit tests for mempald.search.fusion on small hand-made candidate lists."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from mempald import fusion as f
-from mempald.fusion import (
+from mempald.search import fusion as f
+from mempald.search.fusion import (
     Candidate,
     dbsf_normalise,
     dedup,

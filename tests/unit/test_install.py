@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from client import install
+from mempal import install
 from tests.conftest import REPO
 
 EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
@@ -26,14 +26,8 @@ THEIRS: dict[str, Any] = {
 
 
 def mempal(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    code = ("import argparse, sys\n"
-            "from client import install, cowork_cli, mcp_shim\n"
-            "p = argparse.ArgumentParser(prog='mempal'); p.add_argument('--timeout', type=float, default=30)\n"
-            "sub = p.add_subparsers(dest='command', required=True)\n"
-            "for m in (install, cowork_cli, mcp_shim): m.register(sub)\n"
-            "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+    code = "import sys\nfrom mempal.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=dict(os.environ),
                           cwd=cwd or REPO, timeout=60)
 
 
@@ -186,7 +180,7 @@ def test_install_mcp_for_claude_code_and_codex(home: Path, tmp_path: Path, monke
     cfg = json.loads((proj / ".mcp.json").read_text())
     assert cfg["mcpServers"]["other"] == {"command": "npx", "args": ["x"]}
     server = cfg["mcpServers"]["mempal"]
-    assert server["type"] == "stdio" and ("mempal-mcp" in server["command"] or "client.mcp_shim" in server["args"])
+    assert server["type"] == "stdio" and ("mempal-mcp" in server["command"] or "mempal.mcp_server" in server["args"])
     import tomllib
 
     codex = tomllib.loads(codex_cfg.read_text())

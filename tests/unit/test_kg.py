@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mempald.kg import KGError, KnowledgeGraph, Triple, normalize_date, normalize_predicate
+from mempald.features.kg import KGError, KnowledgeGraph, Triple, normalize_date, normalize_predicate
 
 
 class Clock:

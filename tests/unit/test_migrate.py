@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mempald.migrate import MigrateReport, migrate, same_point
-from mempald.sparse import Bm25Encoder
+from mempald.embed.sparse import Bm25Encoder
+from mempald.ops.migrate import MigrateReport, migrate, same_point
 from mempald.store.base import DELETED, LIVE, Filters, PointData, SparseVec, Store, StoredPoint, StoreError
 from mempald.store.edge import EdgeStore
 from mempald.store.server import ServerStore

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mempald.pack import (
+from mempald.features.pack import (
     ClusterInput,
     PackError,
     PackResult,
@@ -24,7 +24,7 @@ from mempald.pack import (
     write_pack,
     write_pack_file,
 )
-from mempald.pack.chunking import LIST_ITEM
+from mempald.features.pack.chunking import LIST_ITEM
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "pack_corpus" / "notes"
 DIM = 384

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempald.pack import PackResult, load_pack, pack_directory, prune_pack, render_single, write_pack
+from mempald.features.pack import PackResult, load_pack, pack_directory, prune_pack, render_single, write_pack
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "pack_corpus" / "notes"
 MODEL_ID = "mempal/all-MiniLM-L6-v2-int8"

@@ -8,14 +8,14 @@ import re
 import numpy as np
 import pytest
 
-from mempald.pack.chunking import SourceFile, chunk_file, is_own_output, parse_blocks
-from mempald.pack.cluster import choose_k_range, cluster, dedup
-from mempald.pack.facts import candidates, fact_score, is_vague, select_facts
-from mempald.pack.importance import importance_scores
-from mempald.pack.labels import label_clusters
-from mempald.pack.render import render_single, settle_tokens
-from mempald.pack.result import Fact, PackHeader, PackResult, Topic
-from mempald.pack.sentences import Sentence, file_sentences, split_plain
+from mempald.features.pack.chunking import SourceFile, chunk_file, is_own_output, parse_blocks
+from mempald.features.pack.cluster import choose_k_range, cluster, dedup
+from mempald.features.pack.facts import candidates, fact_score, is_vague, select_facts
+from mempald.features.pack.importance import importance_scores
+from mempald.features.pack.labels import label_clusters
+from mempald.features.pack.render import render_single, settle_tokens
+from mempald.features.pack.result import Fact, PackHeader, PackResult, Topic
+from mempald.features.pack.sentences import Sentence, file_sentences, split_plain
 
 
 def count(text: str) -> int:

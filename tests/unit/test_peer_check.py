@@ -19,14 +19,16 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
 
-from client.protocol import FORBIDDEN
-from mempald.server import Server
+from mempal.methods import METHODS
+from mempal.protocol import FORBIDDEN
+from mempald.rpc.dispatch import Args, Dispatcher
+from mempald.runtime.server import Server, ServerConfig
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}\n'
 
@@ -55,10 +57,20 @@ def runtime() -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+async def _ping(_args: Args) -> Any:
+    return {"pong": True}
+
+
+async def _unreachable(_args: Args) -> Any:
+    raise AssertionError("not called in these tests")
+
+
 async def _serving(path: Path, uid_of: Callable[[socket.socket], int | None] | None = None) -> AsyncIterator[Server]:
     kwargs: dict[str, Any] = {} if uid_of is None else {"uid_of": uid_of}
-    server = Server(cast(Any, None), path, max_line=4096, idle_timeout=5, request_timeout=5, max_clients=8,
-                    **kwargs)
+    # The real dispatcher over a handler table that answers ping (nothing else is reached here).
+    handlers = {name: _unreachable for name in METHODS} | {"ping": _ping}
+    config = ServerConfig(path, max_line=4096, idle_timeout=5, max_clients=8)
+    server = Server(config, Dispatcher(handlers, request_timeout=5), **kwargs)
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve)
         yield server

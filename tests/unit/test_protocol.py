@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.protocol import (
+from mempal.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,

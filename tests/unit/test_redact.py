@@ -4,7 +4,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mempald.redact import redact, strip_private
+from mempald.text.redact import redact, strip_private
 
 # Fake credentials of the right shapes (none is real).
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mempald.sdnotify import Notifier
+from mempald.runtime.sdnotify import Notifier
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
 

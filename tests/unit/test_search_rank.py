@@ -1,4 +1,4 @@
-"""``mempald.ranking.rank`` end to end on a hand-made corpus in a real EdgeStore (tmp_path).
+"""``mempald.search.ranking.rank`` end to end on a hand-made corpus in a real EdgeStore (tmp_path).
 
 Dense vectors come from a deterministic fake embedder (hashed bag of words), sparse ones from the real
 BM25 encoder; drawers are indexed like the product does (previous drawer of the session as context).
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from mempald.drawers import index_text
-from mempald.ranking import HIT_FIELDS, SearchOptions, rank
-from mempald.sparse import Bm25Encoder
-from mempald.store.base import Filters, PointData
+from mempald.embed.sparse import Bm25Encoder
+from mempald.ingest.drawers import index_text
+from mempald.search.ranking import HIT_FIELDS, SearchOptions, rank
+from mempald.store.base import Filters, PointData, RankRequest
 from mempald.store.edge import EdgeStore
 
 DIM = 32
@@ -88,7 +88,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EdgeStore
 def search(corpus: tuple[EdgeStore, Bm25Encoder], query: str, limit: int = 5, **opts: float) -> list[str]:
     store, bm25 = corpus
     o = replace(SearchOptions(), **opts)
-    hits = rank(store, fake_embed(query), bm25.query(query), query, Filters(wing=("w",)), o.candidates, limit, o, NOW)
+    hits = rank(store, RankRequest(fake_embed(query), bm25.query(query), query, Filters(wing=("w",)), o.candidates,
+                                   limit, o, NOW.timestamp()))
     return [h["exchange_key"] for h in hits]
 
 
@@ -133,7 +134,8 @@ def test_hit_dict_fields_and_limit(corpus: tuple[EdgeStore, Bm25Encoder]) -> Non
     store, bm25 = corpus
     o = SearchOptions()
     q = "marathon training"
-    hits = rank(store, fake_embed(q), bm25.query(q), q, Filters(wing=("w",)), o.candidates, 2, o, NOW)
+    hits = rank(store, RankRequest(fake_embed(q), bm25.query(q), q, Filters(wing=("w",)), o.candidates, 2, o,
+                                   NOW.timestamp()))
     assert len(hits) == 2
     h = hits[0]
     assert h["exchange_key"] == "s2:0"
@@ -157,11 +159,12 @@ def test_the_store_process_ranks_exactly_as_in_process(corpus: tuple[EdgeStore, 
     store.flush()
     copy = store.path.parent / "hosted-copy"
     shutil.copytree(store.path, copy)
-    hosted = HostedEdgeStore(copy, DIM)
+    hosted = HostedEdgeStore(copy, DIM, ranker="mempald.search.ranking:rank")
     try:
         o = SearchOptions()
         for query in ("How far did Bob run along the river?", "repainting kitchen", "what happened last week"):
-            args = (fake_embed(query), bm25.query(query), query, Filters(wing=("w",)), o.candidates, 5, o, NOW)
-            assert hosted.rank(*args) == rank(store, *args)
+            req = RankRequest(fake_embed(query), bm25.query(query), query, Filters(wing=("w",)), o.candidates, 5, o,
+                              NOW.timestamp())
+            assert hosted.rank(req) == rank(store, req)
     finally:
         hosted.close()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mempald import service
-from mempald.service import (
+from mempald.runtime import service
+from mempald.runtime.service import (
     LAUNCHD_LABEL,
     UNIT_NAME,
     install_service,

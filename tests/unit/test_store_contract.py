@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mempald.sparse import Bm25Encoder
+from mempald.embed.sparse import Bm25Encoder
 from mempald.store.base import DELETED, LIVE, Filters, PointData, SparseVec, Store, StoreError
 from mempald.store.edge import EdgeStore
 from mempald.store.hosted import HostedEdgeStore

@@ -16,7 +16,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from structlog.testing import capture_logs
 
 from mempald.config import StoreSettings, parse_settings
-from mempald.sparse import Bm25Encoder
+from mempald.embed.sparse import Bm25Encoder
 from mempald.store import server as server_mod
 from mempald.store.base import DELETED, LIVE, Filters, PointData, StoreError
 from mempald.store.server import ServerStore, parse_url, read_api_key

@@ -1,0 +1,570 @@
+"""The typed methods of ``mempal.Client``, one per socket method. GENERATED from the method table by
+``python -m mempal.methods.codegen``: do not edit; change ``mempal/methods/`` and regenerate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from mempal.api_base import ClientBase
+
+
+class ClientMethods(ClientBase):
+    def ping(self) -> dict[str, Any]:
+        """Is the daemon there? Answers {pong: true}.
+        """
+        return self._invoke("ping", {})
+
+    def status(self) -> dict[str, Any]:
+        """What the daemon holds and how far behind it is: drawers by wing and room, sources and their backlog, the
+        index state. Call it first to learn the wing and room names, and to check the daemon is healthy.
+        """
+        return self._invoke("status", {})
+
+    def search(
+            self,
+            query: str,
+            *,
+            wing: str | Sequence[str] | None = None,
+            room: str | Sequence[str] | None = None,
+            memory_type: str | Sequence[str] | None = None,
+            source_kind: str | Sequence[str] | None = None,
+            agent: str | Sequence[str] | None = None,
+            session_id: str | Sequence[str] | None = None,
+            machine: str | Sequence[str] | None = None,
+            since: str | float | None = None,
+            until: str | float | None = None,
+            limit: int | None = None,
+            dense_weight: float | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid (keyword + semantic) search over every memory; every hit cites its drawer and source. Returns
+        verbatim excerpts with drawer ids and source paths to cite. Use before asserting project facts and for any
+        'why did we / last time we' question.
+
+        query: what to look for, in English, with the specific names involved
+        wing: only this wing (project or source); the names come from status
+        room: only this room (aspect), e.g. decisions, problems, architecture
+        memory_type: only this kind of memory
+        source_kind: only this source: claude_code, codex, chatgpt, slack, project, ...
+        agent: only memories from this agent, e.g. claude or codex
+        session_id: only this session
+        machine: only drawers from this machine (shared server stores)
+        since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
+        until: only older than this: ISO date, epoch seconds or an age like 1d
+        limit: how many results (default: search.limit in config, 10)
+        dense_weight: weight of the semantic list in the fusion, 0..1 (default from config)
+        """
+        return self._invoke("search", {
+            "query": query,
+            "wing": wing,
+            "room": room,
+            "memory_type": memory_type,
+            "source_kind": source_kind,
+            "agent": agent,
+            "session_id": session_id,
+            "machine": machine,
+            "since": since,
+            "until": until,
+            "limit": limit,
+            "dense_weight": dense_weight,
+        })
+
+    def drawers(
+            self,
+            *,
+            wing: str | Sequence[str] | None = None,
+            room: str | Sequence[str] | None = None,
+            memory_type: str | Sequence[str] | None = None,
+            source_kind: str | Sequence[str] | None = None,
+            agent: str | Sequence[str] | None = None,
+            session_id: str | Sequence[str] | None = None,
+            machine: str | Sequence[str] | None = None,
+            since: str | float | None = None,
+            until: str | float | None = None,
+            limit: int | None = None,
+            offset: str | None = None,
+            fields: str | Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Page through stored drawers with their metadata (for exports, audits and scripts).
+
+        wing: only this wing (project or source); the names come from status
+        room: only this room (aspect), e.g. decisions, problems, architecture
+        memory_type: only this kind of memory
+        source_kind: only this source: claude_code, codex, chatgpt, slack, project, ...
+        agent: only memories from this agent, e.g. claude or codex
+        session_id: only this session
+        machine: only drawers from this machine (shared server stores)
+        since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
+        until: only older than this: ISO date, epoch seconds or an age like 1d
+        limit: drawers per page
+        offset: where the previous page ended (its 'next')
+        fields: only these payload fields (default: all)
+        """
+        return self._invoke("drawers", {
+            "wing": wing,
+            "room": room,
+            "memory_type": memory_type,
+            "source_kind": source_kind,
+            "agent": agent,
+            "session_id": session_id,
+            "machine": machine,
+            "since": since,
+            "until": until,
+            "limit": limit,
+            "offset": offset,
+            "fields": fields,
+        })
+
+    def ingest_file(self, path: str) -> dict[str, Any]:
+        """Read a watched file now and wait until what is new in it is stored (hooks call this).
+
+        path: the file, inside a watched source
+        """
+        return self._invoke("ingest_file", {"path": path})
+
+    def ingest(
+            self,
+            text: str,
+            *,
+            wing: str | None = None,
+            room: str | None = None,
+            memory_type: Literal['decision', 'preference', 'milestone', 'problem', 'emotional', 'none'] | None = None,
+            importance: int | None = None,
+            dry_run: bool | None = None,
+            duplicate_threshold: float | None = None,
+            agent: str | None = None,
+            cwd: str | None = None,
+    ) -> dict[str, Any]:
+        """Save a memory: a decision and its reasons, a preference, a milestone, a problem and its fix. Write it so it
+        stands alone (what, why, file paths). Warns about near-duplicates; dry_run shows them without saving. Not
+        for tentative ideas or what the code already says.
+
+        text: the memory, self-contained (what, why, file paths); - reads stdin on the CLI
+        wing: project it belongs to (default: derived from the working directory)
+        room: aspect, e.g. decisions, architecture, problems (default: classified)
+        memory_type: kind of memory (default: classified)
+        importance: 0 (trivia) to 5 (critical)
+        dry_run: only report near-duplicates, save nothing
+        duplicate_threshold: cosine at which a stored memory counts as a near-duplicate
+        agent: who saves it (default: user on the CLI, the agent over MCP)
+        cwd: the working directory the wing is derived from
+        """
+        return self._invoke("ingest", {
+            "text": text,
+            "wing": wing,
+            "room": room,
+            "memory_type": memory_type,
+            "importance": importance,
+            "dry_run": dry_run,
+            "duplicate_threshold": duplicate_threshold,
+            "agent": agent,
+            "cwd": cwd,
+        })
+
+    def delete(
+            self,
+            drawer_id: str | Sequence[str],
+            *,
+            reason: str | None = None,
+            actor: str | None = None,
+    ) -> dict[str, Any]:
+        """Soft-delete drawers by id: hidden from search, kept until purged, audited (who, when, why).
+
+        drawer_id: the drawer id(s) to delete
+        reason: why it is wrong or obsolete
+        actor: who deletes (default: user on the CLI, the agent over MCP)
+        """
+        return self._invoke("delete", {"drawer_id": drawer_id, "reason": reason, "actor": actor})
+
+    def restore(self, drawer_id: str | Sequence[str]) -> dict[str, Any]:
+        """Bring soft-deleted drawers back (before they are purged).
+
+        drawer_id: the drawer id(s) to restore
+        """
+        return self._invoke("restore", {"drawer_id": drawer_id})
+
+    def purge(
+            self,
+            *,
+            before: str | float | None = None,
+            dry_run: bool | None = None,
+            actor: str | None = None,
+    ) -> dict[str, Any]:
+        """Remove soft-deleted drawers for good.
+
+        before: only those deleted before this date or age (7d)
+        dry_run: count them, remove nothing
+        actor: who purges
+        """
+        return self._invoke("purge", {"before": before, "dry_run": dry_run, "actor": actor})
+
+    def reindex(self) -> dict[str, Any]:
+        """Re-embed every drawer with the configured model (resumable; status shows the backlog).
+        """
+        return self._invoke("reindex", {})
+
+    def compress(
+            self,
+            *,
+            text: str | None = None,
+            wing: str | None = None,
+            dry_run: bool | None = None,
+    ) -> dict[str, Any]:
+        """AAAK-compress a text, or a wing's drawers (stored in room aaak unless dry_run). Lossy: the ratio is measured
+        with the model's tokenizer.
+
+        text: the text to compress
+        wing: compress this wing's drawers instead
+        dry_run: print the result, store nothing
+        """
+        return self._invoke("compress", {"text": text, "wing": wing, "dry_run": dry_run})
+
+    def wake_up(
+            self,
+            *,
+            wing: str | None = None,
+            cwd: str | None = None,
+            budget: int | None = None,
+            format: Literal['text', 'aaak'] | None = None,
+    ) -> dict[str, Any]:
+        """The wake-up text: who the user is (L0) and the essential story of a project (L1), with its token count. A
+        few hundred tokens. Use at the start of work when no hook injected it.
+
+        wing: the project (default: derived from the working directory)
+        cwd: the working directory the wing is derived from
+        budget: token budget for the story (default: wakeup.l1_budget in config)
+        format: text, or the lossy AAAK dialect
+        """
+        return self._invoke("wake_up", {"wing": wing, "cwd": cwd, "budget": budget, "format": format})
+
+    def recall_room(self, wing: str, room: str, *, limit: int | None = None) -> dict[str, Any]:
+        """L2: the drawers of one room of a wing, most important and newest first.
+
+        wing: the wing
+        room: the room
+        limit: how many drawers
+        """
+        return self._invoke("recall_room", {"wing": wing, "room": room, "limit": limit})
+
+    def list_wings(self) -> dict[str, Any]:
+        """Every wing (project or source) with its drawer count.
+        """
+        return self._invoke("list_wings", {})
+
+    def list_rooms(self, *, wing: str | None = None) -> dict[str, Any]:
+        """The rooms (aspects) of one wing, or of all wings, with drawer counts.
+
+        wing: the wing (default: all)
+        """
+        return self._invoke("list_rooms", {"wing": wing})
+
+    def tunnels(self) -> dict[str, Any]:
+        """Rooms shared by several wings: where projects touch the same topic.
+        """
+        return self._invoke("tunnels", {})
+
+    def taxonomy(self, *, room: str | None = None, keywords: str | Sequence[str] | None = None) -> dict[str, Any]:
+        """The routing keywords that file drawers into rooms; with room and keywords, set that room's keywords (an
+        empty list removes the room).
+
+        room: the room to edit
+        keywords: keywords that send a drawer to this room
+        """
+        return self._invoke("taxonomy", {"room": room, "keywords": keywords})
+
+    def kg(
+            self,
+            op: Literal['add', 'query', 'invalidate', 'timeline', 'stats'],
+            *,
+            subject: str | None = None,
+            predicate: str | None = None,
+            object: str | None = None,
+            valid_from: str | None = None,
+            ended: str | None = None,
+            as_of: str | None = None,
+            entity: str | None = None,
+            source_drawer: str | None = None,
+            confidence: float | None = None,
+            include_expired: bool | None = None,
+            id: int | None = None,
+    ) -> dict[str, Any]:
+        """Knowledge graph of subject-predicate-object facts with validity dates: add, query, invalidate, timeline (of
+        an entity) or stats.
+
+        op: what to do
+        subject: e.g. Kai
+        predicate: e.g. recommends
+        object: e.g. Clerk
+        valid_from: ISO date the fact became true (add)
+        ended: ISO date the fact stopped being true (invalidate)
+        as_of: ISO date to query at (query)
+        entity: the entity (timeline)
+        source_drawer: drawer id the fact comes from (add)
+        confidence: how sure, 0..1 (add)
+        include_expired: include facts no longer valid (query)
+        id: triple id (invalidate)
+        """
+        return self._invoke("kg", {
+            "op": op,
+            "subject": subject,
+            "predicate": predicate,
+            "object": object,
+            "valid_from": valid_from,
+            "ended": ended,
+            "as_of": as_of,
+            "entity": entity,
+            "source_drawer": source_drawer,
+            "confidence": confidence,
+            "include_expired": include_expired,
+            "id": id,
+        })
+
+    def fact_check(self, text: str, *, today: str | None = None) -> dict[str, Any]:
+        """Check a text offline against the knowledge graph: similar-name typos, relations that contradict known facts,
+        facts that expired. Use before saving a decision that asserts relationships between people, projects or
+        tools.
+
+        text: the text to check (on the CLI: a file, or - / nothing for stdin)
+        today: ISO date to check against (default: today)
+        """
+        return self._invoke("fact_check", {"text": text, "today": today})
+
+    def watch_add(
+            self,
+            path: str,
+            *,
+            mode: Literal['convos', 'projects', 'pack'] | None = None,
+            wing: str | None = None,
+            token_budget: int | None = None,
+            output: str | None = None,
+    ) -> dict[str, Any]:
+        """Watch a folder (persisted in config, watched at once).
+
+        path: the folder (or file) to watch
+        mode: convos: transcripts and exports; projects: code and notes; pack: a markdown folder re-packed on change
+        wing: the wing its drawers file under (default: from each file)
+        token_budget: pack mode: prune the pack to this many tokens (0: no limit)
+        output: pack mode: where the pack goes (default DIR/packed)
+        """
+        return self._invoke("watch_add", {
+            "path": path,
+            "mode": mode,
+            "wing": wing,
+            "token_budget": token_budget,
+            "output": output,
+        })
+
+    def watch_remove(self, path: str) -> dict[str, Any]:
+        """Stop watching a folder (its drawers are kept).
+
+        path: the watched folder
+        """
+        return self._invoke("watch_remove", {"path": path})
+
+    def watch_list(self) -> dict[str, Any]:
+        """The watched sources, with their mode and wing.
+        """
+        return self._invoke("watch_list", {})
+
+    def mine(
+            self,
+            paths: str | Sequence[str],
+            *,
+            mode: Literal['convos', 'projects'] | None = None,
+            wing: str | None = None,
+            limit: int | None = None,
+            dry_run: bool | None = None,
+            root: str | None = None,
+    ) -> dict[str, Any]:
+        """One-off ingest of files or folders, with a summary (files, exchanges, drawers, skipped with reasons).
+
+        paths: files or folders
+        mode: how to read them
+        wing: the wing their drawers file under (default: from each file)
+        limit: read at most this many files (0: all)
+        dry_run: list what would be read, store nothing
+        root: the folder the given paths lie in (for batches of a planned mine)
+        """
+        return self._invoke("mine", {
+            "paths": paths,
+            "mode": mode,
+            "wing": wing,
+            "limit": limit,
+            "dry_run": dry_run,
+            "root": root,
+        })
+
+    def init(self, path: str, *, wing: str | None = None, force: bool | None = None) -> dict[str, Any]:
+        """Write DIR/mempal.toml with the project's wing and the room of each folder (edit it after).
+
+        path: the project folder
+        wing: the wing (default: the folder's name)
+        force: overwrite an existing mempal.toml
+        """
+        return self._invoke("init", {"path": path, "wing": wing, "force": force})
+
+    def migrate(self, to: str) -> dict[str, Any]:
+        """Copy the daemon's palace to another store (a Qdrant server URL, path:/dir or an embedded store folder);
+        resumable and verified.
+
+        to: http(s)://host:6333, path:/dir, or an embedded store folder
+        """
+        return self._invoke("migrate", {"to": to})
+
+    def pack(
+            self,
+            dir: str,
+            *,
+            output: str | None = None,
+            format: Literal['single', 'multi'] | None = None,
+            chunk_size: int | None = None,
+            compression_target: float | None = None,
+            topic: str | None = None,
+            token_budget: int | None = None,
+    ) -> dict[str, Any]:
+        """Compress a markdown folder into a tiered summary (overview, topics, facts).
+
+        dir: the markdown folder
+        output: where to write (default DIR/packed)
+        format: one file, or one per tier
+        chunk_size: tokens per chunk
+        compression_target: aimed ratio of input to output tokens
+        topic: the pack's topic (default: from the folder)
+        token_budget: prune the result to this many tokens (0: no limit)
+        """
+        return self._invoke("pack", {
+            "dir": dir,
+            "output": output,
+            "format": format,
+            "chunk_size": chunk_size,
+            "compression_target": compression_target,
+            "topic": topic,
+            "token_budget": token_budget,
+        })
+
+    def pack_prune(
+            self,
+            file: str,
+            *,
+            max_tokens: int | None = None,
+            min_importance: float | None = None,
+            similarity_threshold: float | None = None,
+            no_merge: bool | None = None,
+            dry_run: bool | None = None,
+            output: str | None = None,
+    ) -> dict[str, Any]:
+        """Prune a pack to a token budget or an importance floor, merging near-duplicate facts.
+
+        file: the pack (knowledge_base.md or its JSON twin)
+        max_tokens: keep at most this many tokens
+        min_importance: drop facts less important than this
+        similarity_threshold: cosine at which two facts are merged
+        no_merge: do not merge near-duplicates
+        dry_run: print the plan, write nothing
+        output: where to write (default: in place)
+        """
+        return self._invoke("pack_prune", {
+            "file": file,
+            "max_tokens": max_tokens,
+            "min_importance": min_importance,
+            "similarity_threshold": similarity_threshold,
+            "no_merge": no_merge,
+            "dry_run": dry_run,
+            "output": output,
+        })
+
+    def cowork_push(
+            self,
+            text: str,
+            *,
+            to: Literal['claude', 'codex'] | None = None,
+            from_: Literal['claude', 'codex', 'user'] | None = None,
+            cwd: str | None = None,
+    ) -> dict[str, Any]:
+        """Send the partner agent a short handoff for this project, delivered at its next prompt. Delivered at the
+        partner's next prompt, not in real time. At most 8 KB; an inbox holds 16 messages.
+
+        text: the message: what you did, what you need, where to look
+        to: recipient (default: the other agent; never yourself)
+        from_: who sends it (default: the agent running the command, else user)
+        cwd: the project directory (default: the current one)
+        """
+        return self._invoke("cowork_push", {"text": text, "to": to, "from": from_, "cwd": cwd})
+
+    def cowork_drain(
+            self,
+            *,
+            target: Literal['claude', 'codex'] | None = None,
+            cwd: str | None = None,
+            max_chars: int | None = None,
+    ) -> dict[str, Any]:
+        """Take (and remove) the messages waiting for an agent in this project. Hooks usually deliver them with your
+        next prompt; use this when they did not.
+
+        target: whose inbox (default: your own)
+        cwd: the project directory (default: the current one)
+        max_chars: stop once this many characters are taken
+        """
+        return self._invoke("cowork_drain", {"target": target, "cwd": cwd, "max_chars": max_chars})
+
+    def cowork_status(self, *, cwd: str | None = None) -> dict[str, Any]:
+        """Both inboxes of a project, without draining them.
+
+        cwd: the project directory (default: the current one)
+        """
+        return self._invoke("cowork_status", {"cwd": cwd})
+
+    def peek_partner(
+            self,
+            *,
+            partner: Literal['claude', 'codex'] | None = None,
+            n: int | None = None,
+            cwd: str | None = None,
+    ) -> dict[str, Any]:
+        """The partner agent's live session in this project (read-only): its last exchanges. For what the partner is
+        doing now; use search for what was settled earlier.
+
+        partner: whose session (default: the other agent)
+        n: how many recent exchanges
+        cwd: the project directory (default: the current one)
+        """
+        return self._invoke("peek_partner", {"partner": partner, "n": n, "cwd": cwd})
+
+    def prompt_context(
+            self,
+            *,
+            prompt: str | None = None,
+            cwd: str | None = None,
+            agent: Literal['claude', 'codex'] | None = None,
+            session_id: str | None = None,
+            max_chars: int | None = None,
+            threshold: float | None = None,
+            max_tokens: int | None = None,
+            budget_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """What the UserPromptSubmit hook injects: this agent's inbox and the memories relevant to the prompt.
+
+        prompt: the user's prompt
+        cwd: the session's working directory
+        agent: whose inbox is delivered
+        session_id: the current session (its own exchanges are not recalled)
+        max_chars: characters of context at most
+        threshold: relevance floor (default: hooks.recall_threshold)
+        max_tokens: model tokens of memories at most (default: hooks.recall_max_tokens)
+        budget_ms: stop searching after this long and still deliver the inbox
+        """
+        return self._invoke("prompt_context", {
+            "prompt": prompt,
+            "cwd": cwd,
+            "agent": agent,
+            "session_id": session_id,
+            "max_chars": max_chars,
+            "threshold": threshold,
+            "max_tokens": max_tokens,
+            "budget_ms": budget_ms,
+        })
+
+    def hook_config(self) -> dict[str, Any]:
+        """The [hooks] settings, so hooks never parse TOML.
+        """
+        return self._invoke("hook_config", {})

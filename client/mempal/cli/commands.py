@@ -1,0 +1,178 @@
+"""The ``mempal`` commands: one per socket method that declares a command line (its parser is derived from the
+declaration), plus the few commands that run here without the daemon (config, logs, doctor, install-*, mcp).
+
+A socket command only adds what the declaration cannot say: how its result reads (``present``), client-side
+options such as ``status --watch`` (``options``), a tweak of the parameters (``prepare``), or a whole
+different way to run (``run``, for ``mine`` with its progress bar and ``taxonomy edit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mempal.cli import present as show
+from mempal.connection import DaemonUnavailable, call
+from mempal.methods import METHODS
+
+Present = Callable[[argparse.Namespace, Any], str]
+Options = Callable[[argparse.ArgumentParser], None]
+Prepare = Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]
+Run = Callable[[argparse.Namespace, dict[str, Any]], int]
+
+
+class Command:
+    __slots__ = ("exit_code", "method", "offline", "options", "prepare", "present", "run")
+
+    def __init__(self, method: str, present: Present = show.as_json, *, options: Options | None = None,
+                 prepare: Prepare | None = None, run: Run | None = None,
+                 exit_code: Callable[[Any], int] | None = None, offline: str = "") -> None:
+        self.method = METHODS[method]
+        self.offline = offline  # the ``mempald`` command that does the same without a daemon
+        self.present = present
+        self.options = options
+        self.prepare = prepare
+        self.run = run
+        self.exit_code = exit_code  # the command's exit code from its result (default 0)
+
+
+def call_method(name: str, params: dict[str, Any], args: argparse.Namespace) -> Any:
+    """Call the daemon, waiting as long as the method declares (or ``mempal --timeout`` says)."""
+    return call(name, params, timeout=getattr(args, "timeout", None) or METHODS[name].timeout)
+
+
+# commands with something of their own ------------------------------------------------------------------------
+def _status_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--watch", action="store_true", help="live progress bars while the daemon catches up")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between updates with --watch")
+
+
+def _status_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    if args.watch:
+        from mempal.cli.progress import watch_status
+
+        return watch_status(args.interval)
+    return _default(COMMANDS["status"], args, params)
+
+
+def _save_prepare(_args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("text") == "-":
+        params["text"] = sys.stdin.read()
+    return params
+
+
+def _compress_prepare(_args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    if not params.get("text") and not params.get("wing"):
+        raise UsageError("give TEXT or --wing W")
+    return params
+
+
+def _kg_prepare(_args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("op") == "timeline" and not params.get("entity") and params.get("subject"):
+        params["entity"] = params.pop("subject")  # `mempal kg timeline ENTITY`
+    return params
+
+
+def _taxonomy_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["list", "edit"], nargs="?", default="list")
+
+
+def _taxonomy_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    if args.action != "edit":
+        return _default(COMMANDS["taxonomy"], args, params)
+    r = call_method("taxonomy", {}, args)
+    path = Path(r["path"])
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(r["taxonomy"], indent=2, sort_keys=True))
+    subprocess.call([os.environ.get("EDITOR", "vi"), str(path)])
+    print(f"saved {path}; `systemctl --user reload mempald` (or SIGHUP) applies it to new drawers")
+    return 0
+
+
+def _mine_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    from mempal.cli.progress import mine_with_progress
+
+    plan = call_method("mine", {**params, "dry_run": True}, args)
+    r = plan if params.get("dry_run") else mine_with_progress(params, plan.get("plan", []), quiet=args.json)
+    r.pop("plan", None)
+    print(show.as_json(args, r) if args.json else show.mine(args, r))
+    return 0
+
+
+def _mine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--extract", choices=["general"], default="general", help=argparse.SUPPRESS)  # always on
+
+
+def _migrate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from", dest="source", help=argparse.SUPPRESS)
+
+
+def _migrate_prepare(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    if args.source:
+        raise UsageError(f"copying from another store does not go through the daemon: run "
+                         f"`mempald migrate --from {args.source} --to {params.get('to')}`")
+    return params
+
+
+class UsageError(Exception):
+    """The command line is wrong in a way argparse cannot tell (exit 2, with the message)."""
+
+
+COMMANDS: dict[str, Command] = {c.method.name: c for c in (
+    Command("status", show.status, options=_status_options, run=_status_run),
+    Command("search", show.search),
+    Command("ingest", show.save, prepare=_save_prepare),
+    Command("delete", show.delete),
+    Command("restore", show.restore),
+    Command("purge", show.purge),
+    Command("reindex", show.reindex),
+    Command("compress", show.compress, prepare=_compress_prepare),
+    Command("wake_up", show.wake_up),
+    Command("recall_room", show.recall_room),
+    Command("list_wings", show.counts("wings")),
+    Command("list_rooms", show.counts("rooms")),
+    Command("tunnels", show.tunnels),
+    Command("taxonomy", show.taxonomy, options=_taxonomy_options, run=_taxonomy_run),
+    Command("kg", show.kg, prepare=_kg_prepare),
+    Command("fact_check", show.fact_check, exit_code=lambda r: 1 if r["issues"] else 0),
+    Command("watch_add", show.watch_add),
+    Command("watch_remove", show.watch_remove),
+    Command("watch_list", show.watch_list),
+    Command("mine", show.mine, options=_mine_options, run=_mine_run),
+    Command("init", show.init),
+    Command("migrate", show.migrate, options=_migrate_options, prepare=_migrate_prepare,
+            exit_code=lambda r: 0 if r.get("ok") else 1, offline="mempald migrate"),
+    Command("pack", show.pack, offline="mempald pack"),
+    Command("pack_prune", show.pack_prune, offline="mempald pack-prune"),
+    Command("cowork_push", show.cowork_push),
+    Command("cowork_drain", show.cowork_drain),
+    Command("cowork_status", show.cowork_status),
+    Command("peek_partner", show.peek_partner),
+)}
+
+
+def _default(cmd: Command, args: argparse.Namespace, params: dict[str, Any]) -> int:
+    result = call_method(cmd.method.name, params, args)
+    print(show.as_json(args, result) if getattr(args, "json", False) else cmd.present(args, result))
+    return cmd.exit_code(result) if cmd.exit_code else 0
+
+
+def run_command(cmd: Command, args: argparse.Namespace, params: dict[str, Any]) -> int:
+    if cmd.prepare is not None:
+        params = cmd.prepare(args, params)
+    try:
+        if cmd.run is not None:
+            return cmd.run(args, params)
+        return _default(cmd, args, params)
+    except DaemonUnavailable as exc:
+        if cmd.offline:  # this client never opens the store or loads the model: the daemon's package can
+            raise DaemonUnavailable(f"{exc}; or, without the daemon, run `{cmd.offline} ...` "
+                                    f"(`{cmd.offline} --help`)") from None
+        raise

@@ -1,0 +1,184 @@
+"""``mempal``: the command-line client of the mempald socket (stdlib only, starts fast).
+
+The commands come from the method table (``mempal.methods``): each method that declares command words is a
+command, with its parser derived from its parameters (``mempal.cli.build``) and its output from
+``mempal.cli.commands``. A few commands run here without the daemon (``LOCAL``). Only the parser of the command
+being run is built.
+
+Exit codes: 0 ok, 1 error reported by the daemon, 2 usage error, 3 daemon not running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mempal.connection import DaemonUnavailable
+from mempal.protocol import RpcError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_DOWN = 3
+
+# Commands that do not go through the socket: (their words, help, module whose ``register`` adds them).
+LOCAL: tuple[tuple[str, str, str], ...] = (
+    ("config", "settings: show, get KEY, set KEY VALUE, edit", "mempal.cli.admin"),
+    ("logs", "show the daemon's logs (journal or launchd log)", "mempal.cli.admin"),
+    ("doctor", "check the installation and explain each fix (exit 0 only if all pass)", "mempal.cli.admin"),
+    ("identity", "edit the L0 identity file", "mempal.cli.admin"),
+    ("install-hooks", "add mempal's hooks to Claude Code (and Codex) settings", "mempal.install"),
+    ("uninstall-hooks", "remove exactly the hooks install-hooks added", "mempal.install"),
+    ("install-mcp", "register the mempal MCP server with Claude Code (and Codex)", "mempal.install"),
+    ("mcp", "serve mempal's tools over MCP on stdin/stdout (for Claude Code, Codex...)", "mempal.mcp_server"),
+)
+
+
+def socket_commands() -> dict[tuple[str, ...], str]:
+    """Command words -> method name, for every method with a command line."""
+    from mempal.methods import METHODS
+
+    return {m.cli: m.name for m in METHODS.values() if m.cli is not None}
+
+
+def overview() -> str:
+    from mempal.methods import METHODS
+
+    lines = ["usage: mempal [--timeout SECONDS] COMMAND [ARGS...]", "",
+             "Recall what your agents discussed, verbatim. Commands:"]
+    rows = [(" ".join(m.cli), m.summary) for m in METHODS.values() if m.cli is not None]
+    rows += [(words, text) for words, text, _ in LOCAL]
+    width = max(len(r[0]) for r in rows)
+    lines += [f"  {words:<{width}}  {text.split('. ')[0].rstrip('.')}" for words, text in rows]
+    lines += ["", "`mempal COMMAND --help` describes a command. The daemon is `mempald`."]
+    return "\n".join(lines)
+
+
+def _global_options(argv: list[str]) -> tuple[float | None, list[str]]:
+    timeout: float | None = None
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        if arg == "--timeout" and i + 1 < len(argv):
+            timeout = float(argv[i + 1])
+            i += 2
+        elif arg.startswith("--timeout="):
+            timeout = float(arg.split("=", 1)[1])
+            i += 1
+        elif arg in ("-h", "--help"):
+            return timeout, []
+        elif arg == "--version":
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                print(f"mempal {version('mempald')}")
+            except PackageNotFoundError:
+                print("mempal (not installed)")
+            raise SystemExit(EXIT_OK)
+        else:
+            raise UsageError(f"unknown option {arg} (options go after the command: mempal COMMAND {arg})")
+    return timeout, argv[i:]
+
+
+class UsageError(Exception):
+    pass
+
+
+def _match(words: list[str], table: dict[tuple[str, ...], Any]) -> tuple[str, ...] | None:
+    best: tuple[str, ...] | None = None
+    for cmd in table:
+        if tuple(words[: len(cmd)]) == cmd and (best is None or len(cmd) > len(best)):
+            best = cmd
+    return best
+
+
+def _run_socket(words: tuple[str, ...], method_name: str, rest: list[str], timeout: float | None) -> int:
+    from mempal.cli.build import params_from, parser_for
+    from mempal.cli.commands import COMMANDS, Command, run_command
+    from mempal.methods import METHODS
+
+    cmd = COMMANDS.get(method_name) or Command(method_name)
+    parser = parser_for(METHODS[method_name], "mempal " + " ".join(words))
+    if cmd.options is not None:
+        cmd.options(parser)
+    args = parser.parse_args(rest)
+    args.timeout = timeout
+    return run_command(cmd, args, params_from(cmd.method, args))
+
+
+def _run_local(word: str, module: str, argv: list[str]) -> int:
+    import importlib
+
+    parser = argparse.ArgumentParser(prog="mempal")
+    sub = parser.add_subparsers(dest="command", required=True)
+    importlib.import_module(module).register(sub)
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    return func(args)
+
+
+def _group_help(prefix: str, commands: dict[tuple[str, ...], str]) -> str:
+    from mempal.methods import METHODS
+
+    rows = [(" ".join(w), METHODS[m].summary) for w, m in commands.items() if w[0] == prefix]
+    return "\n".join([f"usage: mempal {prefix} ACTION ...", ""] + [f"  mempal {w}: {s}" for w, s in rows])
+
+
+def dispatch(argv: list[str]) -> int:
+    timeout, words = _global_options(argv)
+    if not words:
+        print(overview())
+        return EXIT_OK
+    commands = socket_commands()
+    match = _match(words, commands)
+    if match is not None:
+        return _run_socket(match, commands[match], words[len(match):], timeout)
+    for name, _help, module in LOCAL:
+        if words[0] == name:
+            return _run_local(name, module, words)
+    if any(w[0] == words[0] for w in commands):
+        print(_group_help(words[0], commands), file=sys.stderr)
+        return EXIT_USAGE
+    print(f"mempal: unknown command {words[0]!r}\n\n{overview()}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    from mempal.cli.commands import UsageError as CommandUsage
+
+    try:
+        return dispatch(argv)
+    except DaemonUnavailable as exc:
+        print(f"mempal: {exc}", file=sys.stderr)
+        return EXIT_DOWN
+    except RpcError as exc:
+        print(f"mempal: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except (UsageError, CommandUsage, ValueError) as exc:
+        print(f"mempal: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # a file named on the command line, or stdout closed by `| head`
+        if isinstance(exc, BrokenPipeError):
+            _quiet_stdout()
+            return EXIT_OK
+        print(f"mempal: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush says nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""How the CLI shows each method's result to a person (``--json`` prints the result itself instead)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from mempal.cli import render
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def as_json(_args: argparse.Namespace, result: Any) -> str:
+    return json.dumps(result, indent=2, ensure_ascii=False, default=str)
+
+
+def status(_args: argparse.Namespace, r: Any) -> str:
+    return render.status(r)
+
+
+def search(_args: argparse.Namespace, r: Any) -> str:
+    return render.search_results(r)
+
+
+def save(_args: argparse.Namespace, r: Any) -> str:
+    lines = []
+    if r.get("warning"):
+        lines.append(f"warning: {r['warning']}")
+        lines += [f"  similar: {s['drawer_id']} ({s['score']}) {s['text'][:100]!r}" for s in r["similar"]]
+    lines.append("dry run: nothing saved" if r.get("dry_run") else
+                 f"saved to {r['wing']}: {', '.join(r.get('drawer_ids', []))}")
+    return "\n".join(lines)
+
+
+def delete(_args: argparse.Namespace, r: Any) -> str:
+    return (f"deleted {len(r['deleted'])} (soft; `mempal purge` removes them for good)"
+            + (f"; not found: {', '.join(r['missing'])}" if r["missing"] else ""))
+
+
+def restore(_args: argparse.Namespace, r: Any) -> str:
+    return f"restored {len(r['restored'])}" + (f"; not found: {', '.join(r['missing'])}" if r.get("missing") else "")
+
+
+def purge(_args: argparse.Namespace, r: Any) -> str:
+    return f"{'would purge' if r['dry_run'] else 'purged'} {r['purged']} soft-deleted drawers"
+
+
+def reindex(_args: argparse.Namespace, r: Any) -> str:
+    return f"re-embedding {r['queued']} drawers with {r['model']}; `mempal status --watch` shows progress"
+
+
+def wake_up(_args: argparse.Namespace, r: Any) -> str:
+    return f"{r['text']}\n\n({r['tokens']} tokens, wing {r['wing']})"
+
+
+def recall_room(_args: argparse.Namespace, r: Any) -> str:
+    lines = [f"{r['wing']}/{r['room']}:"]
+    for d in r["drawers"]:
+        lines.append(f"- [{d['drawer_id'][:8]}] {str(d.get('timestamp') or '')[:10]} "
+                     f"{' '.join(str(d['text']).split())[:200]}")
+    return "\n".join(lines)
+
+
+def counts(key: str) -> Any:
+    def show(_args: argparse.Namespace, r: Any) -> str:
+        return "\n".join(f"{name}\t{n}" for name, n in sorted(r[key].items()))
+    return show
+
+
+def tunnels(_args: argparse.Namespace, r: Any) -> str:
+    return ("\n".join(f"{room}: {', '.join(ws)}" for room, ws in r["tunnels"].items())
+            or "no room is shared by two wings yet")
+
+
+def taxonomy(_args: argparse.Namespace, r: Any) -> str:
+    return "\n".join(f"{room}: {', '.join(words)}" for room, words in sorted(r["taxonomy"].items()))
+
+
+def kg(_args: argparse.Namespace, r: Any) -> str:
+    if "triples" in r:
+        return "\n".join(
+            f"#{t['id']} {t['subject']} {t['predicate']} {t['object']} [{t.get('valid_from') or '?'} .. "
+            f"{t.get('valid_to') or 'now'}]" for t in r["triples"]) or "no triples"
+    if "triple" in r:
+        t = r["triple"]
+        return f"#{t['id']} {t['subject']} {t['predicate']} {t['object']}"
+    return json.dumps(r, indent=2)
+
+
+def fact_check(_args: argparse.Namespace, r: Any) -> str:
+    return "\n".join(f"{i['kind']}: {i['message']}" for i in r["issues"]) or "no issues found"
+
+
+def compress(_args: argparse.Namespace, r: Any) -> str:
+    return f"{r['aaak']}\n\n{r['tokens_before']} -> {r['tokens_after']} tokens ({r['ratio']}:1, lossy)"
+
+
+def watch_add(_args: argparse.Namespace, r: Any) -> str:
+    return f"watching {r['added']['path']} ({r['added']['mode']}); `mempal status` shows it catching up"
+
+
+def watch_remove(_args: argparse.Namespace, r: Any) -> str:
+    return f"stopped watching {r['removed']} ({r['note']})"
+
+
+def watch_list(_args: argparse.Namespace, r: Any) -> str:
+    lines = []
+    for s in r["sources"]:
+        missing = "" if s["exists"] else "  (missing)"
+        wing = f" wing={s['wing']}" if s.get("wing") else ""
+        lines.append(f"{s['mode']:<9} {s['path']}{wing}{missing}")
+    return "\n".join(lines)
+
+
+def mine(_args: argparse.Namespace, r: Any) -> str:
+    verb = "would read" if r["dry_run"] else "read"
+    lines = [f"{verb} {r['files']} files: {r['exchanges']} exchanges, {r['drawers']} drawers "
+             f"({r['written']} new or changed)"]
+    lines += [f"  skipped {n}: {reason}" for reason, n in sorted(r["skipped"].items())]
+    lines += [f"  error: {err}" for err in r["errors"][:20]]
+    return "\n".join(lines)
+
+
+def init(args: argparse.Namespace, r: Any) -> str:
+    return (f"wrote {r['path']} (wing {r['wing']}, {len(r['rooms'])} rooms); edit it, then "
+            f"`mempal watch add {args.path} --mode projects`")
+
+
+def migrate(_args: argparse.Namespace, r: Any) -> str:
+    lines = [f"copied {r['copied']} points ({r['source_count']} in the source, {r['target_count']} in the target); "
+             f"sampled {r['sampled']}, mismatched {r['mismatched']}, missing {r['missing']}"]
+    lines += [f"  problem: {problem}" for problem in r.get("problems", [])]
+    return "\n".join(lines)
+
+
+def pack(_args: argparse.Namespace, r: Any) -> str:
+    h = r["header"]
+    lines = [f"packed {h.get('files')} files: {h.get('tokens_in')} -> {h.get('tokens_out')} tokens "
+             f"({h.get('ratio')}:1, target {h.get('target')}{'' if h.get('target_met') else ' NOT met'})"]
+    lines += [f"  note: {note}" for note in r.get("notes", [])]
+    lines += [f"  wrote {p}" for p in r["paths"]]
+    return "\n".join(lines)
+
+
+def pack_prune(_args: argparse.Namespace, r: Any) -> str:
+    return "\n".join([r["plan"], *(f"wrote {p}" for p in r.get("paths", []))])
+
+
+def _when(ts: Any) -> str:
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(ts)))
+    except (TypeError, ValueError):
+        return "?"
+
+
+def messages(items: list[dict[str, Any]]) -> str:
+    out = []
+    for m in items:
+        out.append(f"[{m.get('id')}] from {m.get('from')} at {_when(m.get('created_at'))}:")
+        out.extend("    " + line for line in str(m.get("text", "")).splitlines() or [""])
+    return "\n".join(out)
+
+
+def cowork_push(_args: argparse.Namespace, r: Any) -> str:
+    return (f"queued for {r['message']['to']} in {r['message']['cwd']} ({r['pending']} pending); "
+            f"delivered {r.get('delivery', 'at its next prompt')}")
+
+
+def cowork_drain(args: argparse.Namespace, r: Any) -> str:
+    return messages(r["messages"]) if r["messages"] else f"{args.target or 'your'}'s inbox is empty"
+
+
+def cowork_status(_args: argparse.Namespace, r: Any) -> str:
+    lines = [f"cowork inboxes for {r['cwd']}"]
+    for agent, box in sorted(r["inboxes"].items()):
+        lines.append(f"  {agent}: {box.get('pending', 0)} pending ({box.get('bytes', 0)} bytes)")
+        if box.get("messages"):
+            lines += ["    " + line for line in messages(box["messages"]).splitlines()]
+    return "\n".join(lines)
+
+
+def peek_partner(_args: argparse.Namespace, r: Any) -> str:
+    parts = [f"{r.get('partner')}'s latest session in {r.get('cwd')} (session {r.get('session_id')}, "
+             f"{r.get('path')}):"]
+    for ex in r.get("exchanges", []):
+        parts.append(f"--- {ex.get('timestamp') or ''}\nUSER: {ex.get('user', '')}\n"
+                     f"ASSISTANT: {ex.get('assistant', '')}")
+    return "\n\n".join(parts)

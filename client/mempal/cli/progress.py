@@ -1,0 +1,84 @@
+"""Progress bars: ``mempal status --watch`` while the daemon catches up, and ``mempal mine`` (rich, imported only
+when a bar is shown)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mempal.connection import call
+
+
+def watch_status(interval: float = 1.0) -> int:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    console = Console()
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console)
+    dense_task = progress.add_task("embedding", total=1, rate="")
+    peak = 0
+    try:
+        with Live(console=console, refresh_per_second=4) as live:
+            while True:
+                st: dict[str, Any] = call("status", {}, timeout=10)
+                backlog = int(st["dense_backlog"])
+                peak = max(peak, backlog + 1)
+                rate = float(st.get("dense_rate") or 0)
+                progress.update(dense_task, total=peak, completed=peak - backlog,
+                                rate=f"{rate:.1f} drawers/s" if backlog else "caught up")
+                table = Table.grid(padding=(0, 2))
+                table.add_row(f"drawers {st['drawers']}", f"files queued {st['file_backlog']}")
+                for s in st["sources"]:
+                    behind = s["backlog_files"] or s["backlog_bytes"]
+                    table.add_row(f"{s['mode']}: {s['path']}",
+                                  f"{s['files']} files, {s['exchanges']} exchanges"
+                                  + (f", behind {s['backlog_files']} files / {s['backlog_bytes']} B" if behind else
+                                     ", up to date"))
+                for w in st.get("warnings", []):
+                    table.add_row("[red]warning[/red]", w)
+                outer = Table.grid()
+                outer.add_row(progress)
+                outer.add_row(table)
+                live.update(outer)
+                time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+def mine_with_progress(params: dict[str, Any], plan: list[list[str]], quiet: bool) -> dict[str, Any]:
+    """Mine the planned files in small batches, with a progress bar (rich) and one merged summary."""
+    total: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {}, "errors": [],
+                             "dry_run": False}
+
+    def merge(r: dict[str, Any]) -> None:
+        for k in ("files", "exchanges", "drawers", "written"):
+            total[k] += r[k]
+        for k, v in r["skipped"].items():
+            total["skipped"][k] = max(total["skipped"].get(k, 0), v)
+        total["errors"] += r["errors"]
+
+    batches: list[tuple[str, list[str]]] = []
+    for root, path in plan:
+        if not batches or batches[-1][0] != root or len(batches[-1][1]) >= 10:
+            batches.append((root, []))
+        batches[-1][1].append(path)
+
+    def run(root: str, batch: list[str]) -> None:
+        merge(call("mine", {**params, "root": root, "paths": batch, "dry_run": False, "limit": 0},
+                   timeout=24 * 3600))
+
+    if quiet or not batches:
+        for root, batch in batches:
+            run(root, batch)
+        return total
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("mining"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()) as bar:
+        task = bar.add_task("mine", total=len(plan))
+        for root, batch in batches:
+            run(root, batch)
+            bar.update(task, advance=len(batch))
+    return total

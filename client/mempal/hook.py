@@ -1,0 +1,239 @@
+"""``mempal-hook EVENT [--agent claude|codex]``: the hook commands Claude Code and Codex run.
+
+EVENT is one of
+
+- ``prompt`` (UserPromptSubmit): delivers this agent's cowork inbox for the cwd and, when enabled, the few
+  memories relevant to the prompt (``recall``), as ``hookSpecificOutput.additionalContext``;
+- ``session-start`` (SessionStart, every source including ``compact``): the wake-up text (L0 identity and
+  the L1 story of this cwd's wing);
+- ``stop`` (Stop): every ``hooks.stop_every`` turns, makes sure the transcript is ingested now; ``silent``
+  mode says so in a short ``systemMessage``, ``ask`` mode blocks once asking the agent to save its key
+  decisions through the MCP ``ingest`` tool (never when ``stop_hook_active``: no loops);
+- ``precompact`` (PreCompact): ingests the transcript up to now, synchronously; prints nothing.
+
+Contract: read one JSON object from stdin, write stdout at most once at the end, exit 0 always. Any error,
+a daemon that is down or slow, bad input: no output at all (fail open). A hard deadline below the installed
+timeout guarantees an answer in time. Stdlib only, and only the small ``client`` modules, so the
+interpreter starts and answers in tens of milliseconds. ``MEMPAL_HOOK_DEBUG=1`` prints errors to stderr.
+
+Everything injected is wrapped in ``<mempal-context id="...">…</mempal-context>``: the normalizers drop
+such spans, so injected context never comes back as memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mempal.connection import call
+from mempal.paths import runtime_dir
+
+# Must equal mempald.normalize.model.INJECT_OPEN / INJECT_CLOSE (a unit test checks); copied so a hook never
+# imports the daemon's package.
+INJECT_OPEN = "<mempal-context"
+INJECT_CLOSE = "</mempal-context>"
+MAX_CONTEXT_CHARS = 9000  # Claude Code passes additionalContext of this size whole (about 10k is the limit)
+
+EVENTS = {"prompt": "UserPromptSubmit", "session-start": "SessionStart", "stop": "Stop", "precompact": "PreCompact"}
+# Hard deadline per event, in seconds: always below the timeout install-hooks writes (hooks/settings.json).
+DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 110.0}
+RECALL_TIMEOUT = 3.0
+RECALL_BUDGET_MS = 1500  # the daemon stops searching after this and still delivers the inbox
+WAKE_TIMEOUT = 6.0
+CONFIG_TIMEOUT = 2.0
+STOP_INGEST_TIMEOUT = 20.0
+PRECOMPACT_TIMEOUT = 100.0
+COUNTER_DIR = "hook-turns"
+COUNTER_MAX_AGE_S = 7 * 86400
+
+ASK_REASON = (
+    "mempal: {count} turns into this session. Before you stop, save the key decisions made so far with the "
+    "mempal MCP `ingest` tool (mcp__mempal__ingest): one memory per firm decision, stating what was decided "
+    "and why, with the file paths involved (memory_type \"decision\", importance 3-5, wing = this project). "
+    "Skip what is already saved and anything tentative. Then stop; you will not be asked again for this turn."
+)
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _on_alarm(_signum: int, _frame: object) -> None:
+    raise _Deadline
+
+
+def wrap(text: str) -> str:
+    """``text`` inside a unique marker, whole result at most MAX_CONTEXT_CHARS characters."""
+    tag = f'{INJECT_OPEN} id="{os.urandom(6).hex()}">'
+    body = text.replace(INJECT_CLOSE, "[/mempal-context]").strip()
+    room = MAX_CONTEXT_CHARS - len(tag) - len(INJECT_CLOSE) - 2
+    if len(body) > room:
+        body = body[: room - 1].rstrip() + "…"
+    return f"{tag}\n{body}\n{INJECT_CLOSE}"
+
+
+def context_room() -> int:
+    """How many characters of text fit inside the marker."""
+    return MAX_CONTEXT_CHARS - len(wrap(""))
+
+
+def _agent(args: list[str], data: dict[str, Any]) -> str:
+    if "--agent" in args:
+        i = args.index("--agent")
+        if i + 1 < len(args) and args[i + 1] in ("claude", "codex"):
+            return args[i + 1]
+    transcript = data.get("transcript_path")
+    if isinstance(transcript, str) and "/.codex/" in transcript:
+        return "codex"
+    return "claude"
+
+
+def _str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _additional(event: str, text: str) -> str:
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": wrap(text)}},
+                      ensure_ascii=False)
+
+
+# events ------------------------------------------------------------------------------------------------------
+def on_prompt(data: dict[str, Any], agent: str) -> str | None:
+    prompt = _str(data, "prompt") or ""
+    params: dict[str, Any] = {"prompt": prompt, "agent": agent, "max_chars": context_room(),
+                              "budget_ms": RECALL_BUDGET_MS}
+    for key in ("cwd", "session_id"):
+        if _str(data, key):
+            params[key] = data[key]
+    res = call("prompt_context", params, timeout=RECALL_TIMEOUT)
+    text = res.get("text") if isinstance(res, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return _additional("UserPromptSubmit", text)
+
+
+def on_session_start(data: dict[str, Any], _agent_name: str) -> str | None:
+    params: dict[str, Any] = {}
+    if _str(data, "cwd"):
+        params["cwd"] = data["cwd"]
+    res = call("wake_up", params, timeout=WAKE_TIMEOUT)
+    text = res.get("text") if isinstance(res, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    head = ("mempal wake-up: who the user is and the essential story of this project, from memory "
+            f"(wing {res.get('wing', '?')}). Cite drawer ids when you rely on it; search mempal for details.\n\n")
+    return _additional("SessionStart", head + text)
+
+
+def bump_turns(session_id: str) -> int:
+    """Count this session's turns in a small file under the runtime dir; returns the new count."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "unknown"
+    folder = runtime_dir() / COUNTER_DIR
+    path = folder / safe
+    try:
+        count = int(path.read_text().strip() or 0)
+    except (OSError, ValueError):
+        count = 0
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _prune(folder)
+    count += 1
+    tmp = folder / f".{safe}.{os.getpid()}"
+    tmp.write_text(str(count))
+    os.replace(tmp, path)
+    return count
+
+
+def _prune(folder: Path) -> None:
+    cutoff = time.time() - COUNTER_MAX_AGE_S
+    for entry in os.scandir(folder):
+        try:
+            if entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
+    if data.get("stop_hook_active"):
+        return None  # already continuing because of a Stop hook: never block twice
+    cfg = call("hook_config", {}, timeout=CONFIG_TIMEOUT)
+    every = int(cfg.get("stop_every", 15))
+    mode = str(cfg.get("stop_mode", "silent"))
+    count = bump_turns(_str(data, "session_id") or "unknown")
+    if every <= 0 or count % every:
+        return None
+    transcript = _str(data, "transcript_path")
+    if mode == "ask":
+        if transcript:
+            # the ask is what matters here; if this fails the watcher catches the transcript up anyway
+            with contextlib.suppress(Exception):
+                call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
+        return json.dumps({"decision": "block", "reason": ASK_REASON.format(count=count)}, ensure_ascii=False)
+    if not transcript:
+        return None
+    saved = call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
+    n = saved.get("written") if isinstance(saved, dict) else None
+    what = f"{n} drawer(s) written" if isinstance(n, int) and n else "already up to date"
+    return json.dumps({"systemMessage": f"mempal: this session is saved in memory ({what})."}, ensure_ascii=False)
+
+
+def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
+    transcript = _str(data, "transcript_path")
+    if transcript:
+        call("ingest_file", {"path": transcript}, timeout=PRECOMPACT_TIMEOUT)
+    return None
+
+
+HANDLERS = {"prompt": on_prompt, "session-start": on_session_start, "stop": on_stop, "precompact": on_precompact}
+
+
+def run(args: list[str], stdin: bytes) -> str | None:
+    """The hook's stdout (None: print nothing). Raises on any problem; ``main`` turns that into silence."""
+    event = args[0] if args else ""
+    handler = HANDLERS.get(event)
+    if handler is None:
+        raise ValueError(f"unknown hook event {event!r} (expected {', '.join(HANDLERS)})")
+    data = json.loads(stdin.decode("utf-8")) if stdin.strip() else {}
+    if not isinstance(data, dict):
+        raise TypeError("hook input is not a JSON object")
+    return handler(data, _agent(args, data))
+
+
+def _run_with_deadline(args: list[str]) -> str | None:
+    armed = hasattr(signal, "setitimer")
+    if armed:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, DEADLINES.get(args[0] if args else "", 4.0))
+    try:
+        return run(args, sys.stdin.buffer.read())
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        out = _run_with_deadline(args)
+    except BaseException as exc:  # fail open: the daemon down or slow, bad input, anything
+        out = None
+        if os.environ.get("MEMPAL_HOOK_DEBUG"):
+            print(f"mempal-hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+    if out:
+        try:
+            sys.stdout.write(out + "\n")
+            sys.stdout.flush()
+        except OSError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""Memories saved by hand or by an agent, and the life of every drawer: soft delete (audited), restore, purge,
+re-embedding with another model."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio.to_thread
+
+from mempald.config import SettingsRef
+from mempald.embed.embedder import Embedder
+from mempald.errors import InvalidInput, NotFound
+from mempald.ingest.drawers import SourceInfo
+from mempald.ingest.ingestor import Ingestor
+from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
+from mempald.normalize.model import Exchange
+from mempald.normalize.wings import wing_from_cwd
+from mempald.state.db import State
+from mempald.store.base import Filters
+from mempald.store.gateway import StoreGateway
+
+MAX_SAVE_CHARS = 64_000
+PURGE_BATCH = 500
+
+
+def wing_for(wing: str | None, cwd: str | None, default: str = "general") -> str:
+    """The wing named, else the project of ``cwd``, else ``default``."""
+    if wing:
+        return wing
+    return wing_from_cwd(cwd, default=default) if cwd else default
+
+
+class Memories:
+    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, embedder: Embedder,
+                 ingestor: Ingestor, dense: DenseQueue, machine: str, user: str,
+                 room_keywords: Callable[[], dict[str, list[str]] | None]) -> None:
+        self.settings = settings
+        self.store = store
+        self.state = state
+        self.embedder = embedder
+        self.ingestor = ingestor
+        self.dense = dense
+        self.machine = machine
+        self.user = user
+        self.room_keywords = room_keywords
+
+    async def save(self, text: str, *, wing: str | None, cwd: str | None, room: str | None, importance: int,
+                   memory_type: str | None, agent: str, dry_run: bool, duplicate_threshold: float) -> dict[str, Any]:
+        """Save a memory; warns (never blocks) about near-duplicates (cosine >= ``duplicate_threshold``)."""
+        text = text.strip()
+        if not text:
+            raise InvalidInput("text is empty")
+        if len(text) > MAX_SAVE_CHARS:
+            raise InvalidInput(f"text is longer than {MAX_SAVE_CHARS:,} characters; save it as a file and watch it")
+        wing = wing_for(wing, cwd)
+        vec = await anyio.to_thread.run_sync(self.embedder.embed_query, text)
+        dense_hits, _ = await self.store.query(vec.tolist(), None, Filters(), 5)
+        similar = [{"drawer_id": h.id, "score": round(h.score, 4), "wing": h.payload.get("wing"),
+                    "room": h.payload.get("room"), "text": str(h.payload.get("text", ""))[:300]}
+                   for h in dense_hits if h.score >= duplicate_threshold]
+        key = hashlib.sha256(f"{wing}\x1f{text}".encode()).hexdigest()[:32]
+        now = datetime.now(UTC).isoformat()
+        ex = Exchange(source_kind="manual", session_id=f"manual:{key}", key=key, user="", assistant=text,
+                      timestamp=now, agent=agent, kind="note", cwd=cwd)
+        info = SourceInfo(kind="manual", path=f"mempal:{agent}", source_key=f"manual:{agent}", machine=self.machine,
+                          user=self.user, wing=wing, room=room or "", added_by=agent,
+                          redact=self.settings.current.ingest.redact_secrets, extract=True,
+                          room_keywords=self.room_keywords(), importance=importance, memory_type=memory_type)
+        result: dict[str, Any] = {"wing": wing, "similar": similar, "dry_run": dry_run}
+        if similar:
+            result["warning"] = f"{len(similar)} similar memories already stored (cosine >= {duplicate_threshold})"
+        if dry_run:
+            return result
+        res = await self.ingestor.write_exchanges([ex], info, FRESH)
+        page, _ = await self.store.scroll(Filters(exchange_key=(key,), include_deleted=True), 100)
+        result["drawer_ids"] = [pt.id for pt in page]
+        if len(page) == 1 and page[0].payload.get("text") == text:
+            # One chunk, no context: the vector computed for the duplicate check is the drawer's own.
+            await self.store.set_dense([(page[0].id, vec.tolist())])
+        result["written"] = res.written
+        await anyio.to_thread.run_sync(lambda: self.state.audit(agent, "ingest", key, "", wing=wing))
+        return result
+
+    async def delete(self, ids: tuple[str, ...], *, actor: str, reason: str) -> dict[str, Any]:
+        """Soft delete: hidden from search, kept until ``purge``; every delete is audited (who, when, why)."""
+        found = await self.store.retrieve(list(ids))
+        if not found:
+            raise NotFound("no drawer with those ids")
+        now = time.time()
+        await self.store.set_payload([f.id for f in found], {"deleted": True, "status": "deleted", "deleted_at": now,
+                                                             "deleted_by": actor, "delete_reason": reason})
+        for f in found:
+            await anyio.to_thread.run_sync(self.state.audit, actor, "delete", f.id, reason)
+        return {"deleted": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
+
+    async def restore(self, ids: tuple[str, ...]) -> dict[str, Any]:
+        found = await self.store.retrieve(list(ids))
+        await self.store.set_payload([f.id for f in found], {"deleted": False, "status": "live"})
+        return {"restored": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
+
+    async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:
+        """Remove soft-deleted drawers for good (those deleted before ``before``; default: all)."""
+        victims: list[str] = []
+        async for page in self.store.pages(Filters(only_deleted=True)):
+            victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
+        if not dry_run and victims:
+            for i in range(0, len(victims), PURGE_BATCH):
+                await self.store.delete(Filters(ids=tuple(victims[i : i + PURGE_BATCH]), include_deleted=True))
+            await anyio.to_thread.run_sync(lambda: self.state.audit(actor, "purge", f"{len(victims)} drawers", ""))
+        return {"purged": len(victims), "dry_run": dry_run}
+
+    async def reindex(self) -> dict[str, Any]:
+        """Re-embed every drawer with the configured model; resumable (drawers without a dense vector are found
+        again on restart) and visible in ``status`` as the dense backlog."""
+        n = 0
+        async for page in self.store.pages(Filters(include_deleted=True)):
+            await self.store.clear_dense([pt.id for pt in page])
+            for pt in page:
+                self.dense.put(pt.id, float(pt.payload.get("ts") or 0), BACKFILL)
+            n += len(page)
+        meta = await self.store.get_meta()
+        meta.update({"model": self.embedder.info.model_id, "dim": self.embedder.dim, "reindexed_at": time.time()})
+        await self.store.set_meta(meta)
+        return {"queued": n, "model": self.embedder.info.model_id}

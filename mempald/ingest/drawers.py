@@ -1,0 +1,164 @@
+"""From exchanges to drawers: redact, chunk to the model's length, classify, and give each a stable id.
+
+Drawer ids are UUIDv5 over (machine, source kind, session, exchange key, chunk index): replays overwrite,
+never duplicate, and two machines sharing one server collection never collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mempald.normalize.model import Exchange
+from mempald.normalize.wings import wing_from_cwd
+from mempald.text.chunking import split_tokens
+from mempald.text.classify import classify_memory, classify_room, importance
+from mempald.text.redact import redact, strip_private
+
+NAMESPACE = uuid.UUID("6f1c3a52-4d0e-5b8e-9a3f-6d656d70616c")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """What the ingest knows about where the exchanges came from."""
+
+    kind: str  # source kind: claude_code, codex, chatgpt, ..., project
+    path: str
+    source_key: str
+    machine: str
+    user: str
+    wing: str = ""  # forced wing (from config or mempal.toml); else from cwd
+    room: str = ""  # forced room (projects mode: from the folder)
+    added_by: str = "mempald"
+    redact: bool = True
+    extract: bool = True
+    room_keywords: dict[str, list[str]] | None = None
+    importance: int | None = None  # forced importance (a memory saved by hand)
+    memory_type: str | None = None  # forced memory type
+
+
+@dataclass(frozen=True, slots=True)
+class Drawer:
+    id: str
+    text: str
+    payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class BuildStats:
+    redactions: dict[str, int] = field(default_factory=dict)
+
+    def add(self, counts: dict[str, int]) -> None:
+        for k, v in counts.items():
+            self.redactions[k] = self.redactions.get(k, 0) + v
+
+
+def drawer_id(machine: str, kind: str, session_id: str, key: str, chunk: int) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"{machine}\x1f{kind}\x1f{session_id}\x1f{key}\x1f{chunk}"))
+
+
+def parse_ts(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+CONTEXT_CHARS = 1200
+
+
+def index_text(payload: Mapping[str, Any]) -> str:
+    """What BM25 indexes: the drawer's context (the drawer before it in its session) and its own text."""
+    ctx = payload.get("context")
+    text = str(payload.get("text", ""))
+    return f"{ctx}\n{text}" if isinstance(ctx, str) and ctx else text
+
+
+def prose_of(text: str) -> str:
+    """The words people wrote: tool-call and tool-result summary lines left out (for classification)."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("[tool:", "-> ", "-> error:")))
+
+
+def build_drawers(
+    exchanges: Iterable[Exchange],
+    src: SourceInfo,
+    count_tokens: Callable[[str], int],
+    max_tokens: int,
+    stats: BuildStats | None = None,
+    previous: Mapping[str, str] | None = None,
+) -> list[Drawer]:
+    """Drawers for ``exchanges``. Each drawer carries as ``context`` the end of the drawer before it in
+    the same session (indexing a turn with the one before it measurably helps retrieval: see
+    ``mempald.search.fusion``); ``previous`` gives, per session, the text before the first exchange."""
+    now = datetime.now(UTC).isoformat()
+    out: list[Drawer] = []
+    last_text: dict[str, str] = dict(previous or {})
+    for ex in exchanges:
+        text = strip_private(ex.render())
+        if src.redact:
+            text, counts = redact(text)
+            if stats is not None:
+                stats.add(counts)
+        if not text.strip():
+            continue
+        wing = src.wing or wing_from_cwd(ex.cwd, default=src.kind)
+        prose = prose_of(text)
+        room = src.room or classify_room(prose, src.room_keywords)
+        mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)
+        pieces = split_tokens(text, max_tokens, count_tokens)
+        ts = parse_ts(ex.timestamp)
+        base: dict[str, Any] = {
+            "wing": wing,
+            "room": room,
+            "memory_type": mtype or "none",
+            "source_kind": ex.source_kind or src.kind,
+            "source_path": src.path,
+            "source_key": src.source_key,
+            "session_id": ex.session_id,
+            "exchange_key": ex.key,
+            "agent": ex.agent or "",
+            "cwd": ex.cwd or "",
+            "git_branch": ex.git_branch or "",
+            "title": ex.title or "",
+            "kind": ex.kind,
+            "position": ex.position,
+            "timestamp": ex.timestamp or "",
+            "ts": ts if ts is not None else 0.0,
+            "filed_at": now,
+            "importance": src.importance if src.importance is not None else importance(prose, mtype),
+            "added_by": src.added_by,
+            "machine": src.machine,
+            "user": src.user,
+            "deleted": False,
+            "status": "live",
+            "chunk_count": len(pieces),
+        }
+        if ex.tools:
+            base["tools"] = sorted(set(ex.tools))
+        for k, v in ex.extra:
+            base.setdefault(k, v)
+        for i, piece in enumerate(pieces):
+            payload = dict(base)
+            payload["text"] = piece
+            prev = last_text.get(ex.session_id, "")
+            if prev:
+                payload["context"] = prev[-CONTEXT_CHARS:]
+            last_text[ex.session_id] = piece
+            payload["chunk_index"] = i
+            payload["content_hash"] = content_hash(piece)
+            out.append(Drawer(drawer_id(src.machine, payload["source_kind"], ex.session_id, ex.key, i),
+                              piece, payload))
+    return out

@@ -1,0 +1,131 @@
+"""``mempald`` commands that work on the data without a running daemon: ``migrate``, ``pack``, ``pack-prune``.
+
+Only the daemon's package opens a store or loads the model; the ``mempal`` CLI goes through the socket and,
+when the daemon is down, says which of these to run. Each takes the instance lock of the data directory for
+what it opens there, so it never runs beside a daemon on the same palace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mempald.config import ConfigError, data_dir, load_settings
+
+
+def _print(result: dict[str, Any], as_json: bool, text: str) -> None:
+    print(json.dumps(result, indent=2, default=str) if as_json else text)
+
+
+def _embedder() -> Any:
+    from mempald.embed.embedder import Embedder
+
+    s = load_settings()
+    return Embedder(s.embed.model, models_dir=data_dir() / "models", threads=s.embed.threads)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from mempald.embed.embedder import DEFAULT_DIM
+    from mempald.ops.migrate import migrate
+    from mempald.runtime.lock import InstanceLock
+    from mempald.store.locate import open_location
+
+    settings = load_settings()
+    own = str(settings.store_path())
+    source_spec = args.source or own
+    lock = InstanceLock(data_dir() / "mempald.lock")
+    touches_own = own in (source_spec, str(Path(args.to).expanduser().resolve()))
+    if touches_own and not lock.acquire():
+        print(f"mempald migrate: a daemon (pid {lock.holder()}) runs on {data_dir()}: use `mempal migrate --to "
+              f"{args.to}` (it copies through the daemon), or stop the daemon first", file=sys.stderr)
+        return 4
+
+    def progress(done: int, total: int) -> None:
+        if not args.json:
+            print(f"\rmigrating: {done}/{total} points", end="", file=sys.stderr, flush=True)
+
+    try:
+        src = open_location(source_spec, settings, args.dim or DEFAULT_DIM)
+        dst = open_location(args.to, settings, args.dim or DEFAULT_DIM)
+        try:
+            report = migrate(src, dst, progress=progress, checkpoint=data_dir() / "migrate-checkpoint.json")
+        finally:
+            src.close()
+            dst.close()
+            if not args.json:
+                print(file=sys.stderr)
+    finally:
+        if touches_own:
+            lock.release()
+    result = dataclasses.asdict(report) | {"ok": report.ok}
+    _print(result, args.json, f"copied {report.copied} points ({report.source_count} in the source, "
+                              f"{report.target_count} in the target); sampled {report.sampled}, mismatched "
+                              f"{report.mismatched}, missing {report.missing}")
+    return 0 if report.ok else 1
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    from mempald.features.pack.run import run_pack
+
+    root = Path(args.dir).expanduser().resolve()
+    out = Path(args.output).expanduser().resolve() if args.output else root / "packed"
+    r = run_pack(_embedder(), root, out, fmt=args.format, chunk_size=args.chunk_size,
+                 compression_target=args.compression_target, topic=args.topic, token_budget=args.token_budget)
+    h = r["header"]
+    _print(r, args.json, f"packed {h.get('files')} files: {h.get('tokens_in')} -> {h.get('tokens_out')} tokens; "
+                         f"wrote {', '.join(r['paths'])}")
+    return 0
+
+
+def cmd_pack_prune(args: argparse.Namespace) -> int:
+    from mempald.features.pack.run import run_prune
+
+    r = run_prune(_embedder(), Path(args.file).expanduser().resolve(), max_tokens=args.max_tokens,
+                  min_importance=args.min_importance, similarity_threshold=args.similarity_threshold,
+                  merge=not args.no_merge, dry_run=args.dry_run, output=Path(args.output) if args.output else None)
+    _print(r, args.json, "\n".join([r["plan"], *(f"wrote {p}" for p in r.get("paths", []))]))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("migrate", help="copy a palace between stores without the daemon (resumable, verified)")
+    p.add_argument("--to", required=True, help="http(s)://host:6333, path:/dir, or an embedded store folder")
+    p.add_argument("--from", dest="source", help="the source (default: this data dir's store)")
+    p.add_argument("--dim", type=int, default=0, help="vector size (default: the default model's 384)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("pack", help="pack a markdown folder without the daemon (loads the model here)")
+    p.add_argument("dir")
+    p.add_argument("-o", "--output")
+    p.add_argument("--format", choices=["single", "multi"], default="single")
+    p.add_argument("--chunk-size", type=int, default=512)
+    p.add_argument("--compression-target", type=float, default=6.0)
+    p.add_argument("--topic")
+    p.add_argument("--token-budget", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("pack-prune", help="prune a pack without the daemon (loads the model here)")
+    p.add_argument("file")
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--min-importance", type=float)
+    p.add_argument("--similarity-threshold", type=float, default=0.80)
+    p.add_argument("--no-merge", action="store_true")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("-o", "--output")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_pack_prune)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        code: int = args.func(args)
+    except ConfigError as exc:
+        print(f"mempald: {exc}", file=sys.stderr)
+        return 2
+    return code

@@ -1,0 +1,62 @@
+"""Handlers: the daemon itself, search, and reading drawers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mempald.config import SettingsRef
+from mempald.features.layout import Layout
+from mempald.rpc.dispatch import Args, Handler
+from mempald.runtime.status import StatusReport
+from mempald.search.ranking import SearchOptions
+from mempald.search.searcher import Searcher, SearchRequest
+from mempald.sources.admin import SourceAdmin
+from mempald.store.gateway import StoreGateway
+
+
+class CoreMethods:
+    def __init__(self, settings: SettingsRef, status: StatusReport, searcher: Searcher, layout: Layout,
+                 store: StoreGateway, sources: SourceAdmin) -> None:
+        self.settings = settings
+        self.status_report = status
+        self.searcher = searcher
+        self.layout = layout
+        self.store = store
+        self.sources = sources
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"ping": self.ping, "status": self.status, "search": self.search, "drawers": self.drawers,
+                "ingest_file": self.ingest_file}
+
+    async def ping(self, _a: Args) -> Any:
+        return {"pong": True}
+
+    async def status(self, _a: Args) -> Any:
+        return await self.status_report.report()
+
+    async def search(self, a: Args) -> Any:
+        s = self.settings.current.search
+        req = SearchRequest(
+            query=a["query"], limit=a.get("limit", s.limit), filters=a.filters(),
+            options=SearchOptions(dense_weight=a.get("dense_weight", s.dense_weight), candidates=s.candidates),
+        )
+        hits = await self.searcher.search(req)
+        result: dict[str, Any] = {"query": a["query"], "hits": hits}
+        related = await self.layout.related(hits)
+        if related:
+            result["tunnels"] = related
+        return result
+
+    async def drawers(self, a: Args) -> Any:
+        """Page through drawers: ``{drawers: [...], next: offset|null}``."""
+        fields = a["fields"]
+        page, nxt = await self.store.scroll(a.filters(), a["limit"], a["offset"])
+        out = []
+        for pt in page:
+            item: dict[str, Any] = {"drawer_id": pt.id}
+            item.update({k: v for k, v in pt.payload.items() if not fields or k in fields})
+            out.append(item)
+        return {"drawers": out, "next": nxt}
+
+    async def ingest_file(self, a: Args) -> Any:
+        return await self.sources.ingest_file(a["path"])

@@ -1,0 +1,191 @@
+"""The composition root: every component of the daemon, built from the settings and wired here, once.
+
+Each component gets the narrow services it needs (never the whole daemon) and owns its loops; handlers are
+small classes over those services (``mempald.rpc``). ``Daemon.open`` does the blocking part (model, store,
+state database); ``app`` runs ``loops()`` in its task group and serves ``dispatcher`` on the socket.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import anyio.to_thread
+
+from mempald import logs
+from mempald.config import Settings, SettingsRef, data_dir, load_settings
+from mempald.embed.embedder import Embedder
+from mempald.embed.sparse import Bm25Encoder
+from mempald.errors import ModelMismatch
+from mempald.features.compress import Compressor
+from mempald.features.cowork import CoworkInbox
+from mempald.features.kg import KnowledgeGraph
+from mempald.features.layout import Layout
+from mempald.features.memories import Memories
+from mempald.features.pack.watch import PackWatcher
+from mempald.features.recall import PromptContext
+from mempald.features.taxonomy import Taxonomy
+from mempald.features.wakeup import WakeUp
+from mempald.ingest.dense import DenseWorker
+from mempald.ingest.ingestor import Ingestor
+from mempald.ingest.loop import IngestLoops
+from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
+from mempald.ops import faults
+from mempald.rpc.agents import AgentMethods
+from mempald.rpc.core import CoreMethods
+from mempald.rpc.dispatch import Dispatcher, Handler
+from mempald.rpc.memory import MemoryMethods
+from mempald.rpc.palace import PalaceMethods
+from mempald.rpc.sources import SourceMethods
+from mempald.runtime.status import StatusReport
+from mempald.search import ranking
+from mempald.search.searcher import Searcher
+from mempald.sources.admin import SourceAdmin
+from mempald.sources.catalog import SourceSet
+from mempald.sources.events import EventRouter
+from mempald.sources.scan import Scanner
+from mempald.state.db import State
+from mempald.store.base import Store
+from mempald.store.gateway import StoreGateway
+from mempald.store.hosted import HostedEdgeStore
+from mempald.store.locate import open_store
+from mempald.store.maintenance import IndexMaintainer
+
+log = logs.get("app")
+
+Loop = Callable[[], Coroutine[Any, Any, None]]
+
+
+class Backends:
+    """What ``Daemon.open`` opens: the model, the store (``hosted``: the same store when it is the embedded one
+    in a child process, whose index the daemon maintains), the state database."""
+
+    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.hosted = hosted
+        self.state = state
+
+
+def open_backends(settings: Settings) -> Backends:
+    """Blocking: load the model, open the store (checking it was filled by this model) and the state database."""
+    ddir = data_dir()
+    embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
+    opened = open_store(settings, embedder.dim, daemon=True, ranker=ranking.rank)
+    store = faults.wrap_store(opened)  # inert unless MEMPAL_FAULTS is set
+    meta = store.get_meta()
+    if meta.get("model") and meta["model"] != embedder.info.model_id:
+        store.close()
+        raise ModelMismatch(
+            f"the store was filled by model {meta['model']!r} but config says {embedder.info.model_id!r}: "
+            "run `mempal reindex` to re-embed it, or set embed.model back"
+        )
+    if not meta:
+        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": 1, "created_at": time.time()})
+    hosted = opened if isinstance(opened, HostedEdgeStore) else None
+    try:
+        state = State(ddir / "state.sqlite3")
+    except BaseException:
+        store.close()
+        raise
+    return Backends(embedder, store, hosted, state)
+
+
+class Daemon:
+    """Every component of one running daemon."""
+
+    def __init__(self, settings: Settings, backends: Backends) -> None:
+        self.settings = SettingsRef(settings)
+        self.embedder = embedder = backends.embedder
+        self.state = state = backends.state
+        machine = settings.store.machine or socket.gethostname()
+        user = getpass.getuser()
+        self.store = StoreGateway(backends.store)
+        self.hosted = backends.hosted
+        bm25 = Bm25Encoder()
+        self.files = FileQueue()
+        self.dense = DenseQueue()
+        self.taxonomy = Taxonomy()
+        self.taxonomy.load()
+        self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
+                                 dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current)
+        self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
+                                     settings.embed.max_tokens)
+        self.searcher = Searcher(self.store, embedder, bm25)
+        self.sources = SourceSet(settings)
+        self.scanner = Scanner(self.settings, self.sources, state, self.files, self.ingestor)
+        self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
+        self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter)
+        self.ingest_loops = IngestLoops(self.files, self.sources, self.ingestor, on_ingested=self.packs.changed)
+        self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0
+        self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
+        self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
+                                   scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
+                                   ingestor=self.ingestor, index=self.index, machine=machine)
+        self.kg = KnowledgeGraph(state.conn, lock=state.lock)
+        self.kg.ensure_schema()
+        self.inbox = CoworkInbox(state.conn, lock=state.lock)
+        self.inbox.ensure_schema()
+        layout = Layout(self.store)
+        wakeup = WakeUp(self.settings, self.store, embedder, self.sources)
+        memories = Memories(self.settings, self.store, state, embedder, self.ingestor, self.dense, machine, user,
+                            self.taxonomy.current)
+        self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
+        handlers: dict[str, Handler] = {}
+        for group in (
+            CoreMethods(self.settings, self.status, self.searcher, layout, self.store, self.admin),
+            MemoryMethods(memories, Compressor(self.settings, embedder, wakeup, self.ingestor, machine, user)),
+            PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
+            SourceMethods(self.settings, self.admin, self.store, embedder),
+            AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder)),
+        ):
+            handlers.update(group.handlers())
+        self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
+
+    @classmethod
+    def open(cls, settings: Settings) -> Daemon:
+        """Blocking: open the backends and build the components."""
+        backends = open_backends(settings)
+        try:
+            return cls(settings, backends)
+        except BaseException:
+            backends.store.close()
+            backends.state.close()
+            raise
+
+    def _idle(self) -> bool:
+        return self.status.idle()
+
+    def loops(self) -> list[Loop]:
+        """The long-running tasks, each owned by its component (started after the socket is bound)."""
+        return [self.events.run, self.ingest_loops.run, self.ingest_loops.run_fresh, self.densifier.run,
+                self.catch_up, self.scanner.run, self.packs.run, self.index.run]
+
+    async def catch_up(self) -> None:
+        """At start: drawers still without a dense vector, and files changed while the daemon was down."""
+        missing = await self.densifier.requeue_missing()
+        queued = await self.scanner.reconcile(BACKFILL)
+        log.info("catch_up", files=queued, dense_missing=missing)
+
+    async def reload(self) -> None:
+        """Re-read the config (SIGHUP): one new settings snapshot for every component; sources added or removed
+        are watched at once; settings read only at start are reported as waiting for a restart."""
+        try:
+            await anyio.to_thread.run_sync(load_settings)
+        except Exception as exc:  # a bad edit keeps the settings in force
+            log.error("reload_failed", error=str(exc))
+            return
+        pending = await self.admin.apply_settings(BACKFILL)
+        if pending:
+            log.warning("restart_needed", settings=pending,
+                        message="these settings take effect when the daemon restarts")
+        log.info("reloaded", sources=self.sources.keys())
+
+    def close(self) -> None:
+        try:
+            self.store.store.close()
+        finally:
+            self.state.close()

@@ -1,0 +1,120 @@
+"""``status``: what the daemon holds and how far behind it is, cheap enough to ask many times a second."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from mempald import __version__
+from mempald.config import data_dir
+from mempald.embed.embedder import Embedder
+from mempald.ingest.dense import DenseWorker
+from mempald.ingest.ingestor import Ingestor
+from mempald.ingest.queues import DenseQueue, FileQueue
+from mempald.sources.catalog import SourceSet
+from mempald.sources.scan import Scanner
+from mempald.state.db import Cursor, State
+from mempald.store.base import Filters
+from mempald.store.gateway import StoreGateway
+from mempald.store.maintenance import IndexMaintainer
+
+
+class StatusReport:
+    def __init__(self, *, store: StoreGateway, state: State, embedder: Embedder, sources: SourceSet,
+                 scanner: Scanner, files: FileQueue, dense: DenseQueue, densifier: DenseWorker, ingestor: Ingestor,
+                 index: IndexMaintainer, machine: str) -> None:
+        self.store = store
+        self.state = state
+        self.embedder = embedder
+        self.sources = sources
+        self.scanner = scanner
+        self.files = files
+        self.dense = dense
+        self.densifier = densifier
+        self.ingestor = ingestor
+        self.index = index
+        self.machine = machine
+        self.started_at = time.time()
+        self.ready = False
+        self._store_cache: tuple[int, float, tuple[int, dict[str, int], dict[str, int]]] | None = None
+        self._state_cache: tuple[float, tuple[dict[str, Cursor], dict[str, dict[str, int]]]] | None = None
+
+    def idle(self) -> bool:
+        """Nothing queued or in flight: every file read, every drawer embedded."""
+        return not (len(self.dense) or self.densifier.in_flight or len(self.files) or self.files.active)
+
+    async def _store_figures(self, busy: bool) -> tuple[int, dict[str, int], dict[str, int]]:
+        """Drawer count and wing/room facets. Exact facets cost tens of ms at 100k drawers and would queue
+        behind the store's other work, so they are cached and recomputed only after a write; while the daemon
+        is backfilling (``busy``) the cached figures are served for up to a second, or longer while the store is
+        in use. When nothing is queued they are always exact."""
+        cached = self._store_cache
+        writes = self.store.writes
+        if cached is not None and cached[0] == writes:
+            return cached[2]
+        if cached is not None and busy and (time.monotonic() - cached[1] < 1.0 or self.store.busy):
+            return cached[2]
+        total = await self.store.count(Filters())
+        wings = await self.store.facet("wing", Filters())
+        rooms = await self.store.facet("room", Filters())
+        self._store_cache = (writes, time.monotonic(), (total, wings, rooms))
+        return total, wings, rooms
+
+    async def _state_figures(self, busy: bool) -> tuple[dict[str, Cursor], dict[str, dict[str, int]]]:
+        """Cursors and counters in one worker-thread hop (each hop costs a GIL hand-over while the ingest
+        runs); while backfilling, figures up to a second old are served from the cache."""
+        cached = self._state_cache
+        if cached is not None and busy and time.monotonic() - cached[0] < 1.0:
+            return cached[1]
+        figures = await anyio.to_thread.run_sync(lambda: (self.state.all_cursors(), self.state.counters()))
+        self._state_cache = (time.monotonic(), figures)
+        return figures
+
+    async def report(self) -> dict[str, Any]:
+        # Progress is read before the figures: a status that says "scanned, nothing queued" then promises that
+        # the counts below include everything the scan found (read after, they could be older than the backlog).
+        missing = len(self.dense) + self.densifier.in_flight
+        file_backlog = len(self.files) + self.files.active
+        scans = self.scanner.scans_done
+        busy = bool(missing or file_backlog)
+        total, wings, rooms = await self._store_figures(busy)
+        cursors, counters = await self._state_figures(busy)
+        pending = set(self.files.pending())
+        sources = []
+        for s in self.sources:
+            mine = [c for c in cursors.values() if c.source == s.key]
+            st = self.ingestor.status.get(s.key)
+            sources.append({
+                "key": s.key, "path": str(s.root), "mode": s.mode, "format": s.fmt, "wing": s.wing,
+                "exists": s.root.exists(), "files": len(mine),
+                "exchanges": sum(c.exchanges for c in mine),
+                "backlog_files": sum(1 for p in pending if s.owns(Path(p))),
+                "backlog_bytes": sum(max(0, c.size - int(c.context.get("read_end", c.offset))) for c in mine),
+                "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
+                "skipped": dict(st.skipped) if st else {},
+                "redactions": counters.get(s.key, {}).get("redactions", 0),
+            })
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "ready": self.ready,
+            "model": self.embedder.info.model_id,
+            "store": self.store.location,
+            "data_dir": str(data_dir()),
+            "machine": self.machine,
+            "drawers": total,
+            "wings": wings,
+            "rooms": rooms,
+            "dense_backlog": missing,
+            "dense_rate": round(self.densifier.rate, 2),
+            "file_backlog": file_backlog,
+            "scans": scans,
+            "index": self.index.status(),
+            "sources": sources,
+            "warnings": [w for w in (self.ingestor.store_warning,) if w],
+        }

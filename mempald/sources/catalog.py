@@ -1,0 +1,38 @@
+"""The set of watched sources the daemon reads now (rebuilt from the settings when they change)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from mempald.config import Settings
+from mempald.sources.registry import Source, resolve_sources
+
+
+class SourceSet:
+    def __init__(self, settings: Settings) -> None:
+        self.current: tuple[Source, ...] = tuple(resolve_sources(settings))
+
+    def apply(self, settings: Settings) -> None:
+        """Watch what ``settings`` name from now on."""
+        self.current = tuple(resolve_sources(settings))
+
+    def __iter__(self) -> Iterator[Source]:
+        return iter(self.current)  # a snapshot: a reload during the loop does not change what it sees
+
+    def keys(self) -> list[str]:
+        return [s.key for s in self.current]
+
+    def roots(self) -> list[Path]:
+        return [s.root for s in self.current]
+
+    def by_key(self, key: str) -> Source | None:
+        return next((s for s in self.current if s.key == key), None)
+
+    def source_for(self, path: Path) -> Source | None:
+        """The innermost watched source that owns ``path``."""
+        best: Source | None = None
+        for s in self.current:
+            if s.owns(path) and (best is None or len(str(s.root)) > len(str(best.root))):
+                best = s
+        return best

@@ -1,0 +1,107 @@
+"""Filesystem events into the file queue: the watchdog observer (``watch.Watcher``), debounced per path.
+
+Events are hints (the reconcile scan is the truth): a file event queues its unit in the fresh lane, a new
+folder is scanned, a deleted file is forgotten, an event storm that overflowed the stream sets off a scan.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+from anyio.abc import ObjectReceiveStream
+
+from mempald import logs
+from mempald.config import SettingsRef
+from mempald.ingest.ingestor import Ingestor
+from mempald.ingest.queues import FRESH, FileQueue
+from mempald.sources.catalog import SourceSet
+from mempald.sources.scan import Scanner
+from mempald.sources.watch import Watcher
+from mempald.state.db import State
+
+log = logs.get("watch")
+
+
+class EventRouter:
+    def __init__(self, settings: SettingsRef, sources: SourceSet, scanner: Scanner, files: FileQueue,
+                 state: State, ingestor: Ingestor) -> None:
+        self.settings = settings
+        self.sources = sources
+        self.scanner = scanner
+        self.files = files
+        self.state = state
+        self.ingestor = ingestor
+        self.watcher: Watcher | None = None
+        self.enabled = settings.current.ingest.watch_events
+        self._events: ObjectReceiveStream[Path] | None = None
+
+    async def start(self) -> None:
+        """Create the observer (in the event loop: it needs the loop's token) and watch every source root."""
+        if not self.enabled:
+            log.info("watch_events_off", reconcile_interval_s=self.settings.current.ingest.reconcile_interval_s)
+            return
+        send, self._events = anyio.create_memory_object_stream[Path](
+            max_buffer_size=self.settings.current.ingest.event_buffer)
+        self.watcher = Watcher(send, anyio.lowlevel.current_token())
+        await self.sync()
+        await anyio.to_thread.run_sync(self.watcher.start)
+
+    async def sync(self) -> None:
+        """Watch exactly the current sources' roots."""
+        if self.watcher is not None:
+            await anyio.to_thread.run_sync(self.watcher.sync, self.sources.roots())
+
+    async def stop(self) -> None:
+        if self.watcher is not None:
+            await anyio.to_thread.run_sync(self.watcher.stop)
+
+    async def run(self) -> None:
+        if self._events is None:
+            return
+        pending: dict[Path, float] = {}
+        async with self._events as events:
+            while True:
+                debounce = self.settings.current.ingest.debounce_ms / 1000.0
+                timeout = min((t + debounce for t in pending.values()), default=None)
+                wait = None if timeout is None else max(0.0, timeout - time.monotonic())
+                with anyio.move_on_after(wait if wait is not None else 3600):
+                    path = await events.receive()
+                    if path not in pending:
+                        pending[path] = time.monotonic()
+                now = time.monotonic()
+                for p, t in list(pending.items()):
+                    if now - t >= debounce:
+                        del pending[p]
+                        await self._on_event(p)
+                if self.watcher is not None and self.watcher.overflowed:
+                    self.watcher.overflowed = False
+                    log.warning("watch_overflow", action="reconcile")
+                    await self.scanner.reconcile(FRESH)
+
+    async def _on_event(self, path: Path) -> None:
+        source = self.sources.source_for(path)
+        if source is None:
+            return
+        folder = await anyio.to_thread.run_sync(source.export_folder, path)
+        if folder is not None:
+            self.files.put(str(folder), FRESH)
+            return
+        if await anyio.to_thread.run_sync(path.is_dir):
+            # A folder appeared or moved in: scan it (its files may not have sent events).
+            changed = await anyio.to_thread.run_sync(self.scanner.changed_files, source)
+            self.files.put_many([str(p) for p in changed], FRESH)
+            return
+        if not await anyio.to_thread.run_sync(path.exists):
+            cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+            if cur is not None:
+                await self.ingestor.forget_file(str(path), source)
+            return
+        if source.mode == "projects" and not await anyio.to_thread.run_sync(
+                self.scanner.project_allows, source, path):
+            return
+        if source.wants(path):  # not in an export folder (checked above): the file is its own unit
+            self.files.put(str(path), FRESH)

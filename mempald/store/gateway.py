@@ -1,0 +1,103 @@
+"""The daemon's one door to its store: a typed async call for every store operation, never on the event loop.
+
+Every call runs on one worker thread at a time (Qdrant Edge holds the GIL for a whole call, and a store is
+not asked two things at once), so callers keep calls small (batches of 32) and the loop stays responsive.
+``writes`` counts the calls that may change the drawer count or the wing/room facets (``status`` caches those
+figures until it moves); it is bumped by the write methods themselves, by name of what they do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, Store, StoredPoint
+
+T = TypeVar("T")
+
+
+class StoreGateway:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.limiter = anyio.CapacityLimiter(1)
+        self.writes = 0
+
+    @property
+    def location(self) -> str:
+        return self.store.location
+
+    @property
+    def busy(self) -> bool:
+        return self.limiter.borrowed_tokens > 0 or self.limiter.statistics().tasks_waiting > 0
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    async def exclusive(self, job: Callable[[], T], *, writes: bool = False) -> T:
+        """Run ``job`` (blocking) on the store's thread with nothing else in between: a migration's copy, the
+        steps of an index rebuild. ``writes``: it may change counts or facets."""
+        if writes:
+            self.writes += 1
+        return await self._run(job)
+
+    # writes --------------------------------------------------------------------------------------------
+    async def upsert(self, points: Sequence[PointData]) -> None:
+        self.writes += 1
+        await self._run(self.store.upsert, points)
+
+    async def delete(self, filters: Filters) -> None:
+        self.writes += 1
+        await self._run(self.store.delete, filters)
+
+    async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        self.writes += 1
+        await self._run(self.store.set_payload, ids, payload)
+
+    async def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
+        await self._run(self.store.set_dense, vectors)  # adds vectors only: counts and facets stay
+
+    async def clear_dense(self, ids: Sequence[str]) -> None:
+        await self._run(self.store.clear_dense, ids)
+
+    async def set_meta(self, meta: Mapping[str, Any]) -> None:
+        await self._run(self.store.set_meta, meta)
+
+    # reads ---------------------------------------------------------------------------------------------
+    async def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
+        return await self._run(lambda: self.store.retrieve(ids, with_vectors=with_vectors))
+
+    async def query(self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters,
+                    limit: int) -> tuple[list[Hit], list[Hit]]:
+        return await self._run(self.store.query, dense, sparse, filters, limit)
+
+    async def rank(self, request: RankRequest) -> list[dict[str, Any]]:
+        return await self._run(self.store.rank, request)
+
+    async def scroll(self, filters: Filters, limit: int, offset: str | None = None, *,
+                     with_vectors: bool = False) -> tuple[list[StoredPoint], str | None]:
+        return await self._run(lambda: self.store.scroll(filters, limit, offset, with_vectors=with_vectors))
+
+    async def count(self, filters: Filters) -> int:
+        return await self._run(self.store.count, filters)
+
+    async def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]:
+        return await self._run(self.store.facet, key, filters, limit)
+
+    async def get_meta(self) -> dict[str, Any]:
+        return await self._run(self.store.get_meta)
+
+    async def flush(self) -> None:
+        await self._run(self.store.flush)
+
+    async def pages(self, filters: Filters, size: int = 500) -> AsyncIterator[list[StoredPoint]]:
+        """Every point matching ``filters``, a page at a time (one small store call per page)."""
+        offset: str | None = None
+        while True:
+            page, offset = await self.scroll(filters, size, offset)
+            if page:
+                yield page
+            if offset is None:
+                return

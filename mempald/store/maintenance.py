@@ -1,0 +1,68 @@
+"""Keeping the embedded store fast: rebuild its indexes (in a separate process, ``hosted.rebuild_index``) once
+``store.index_after`` vectors are not indexed and the daemon has been idle for ``store.index_quiet_s``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from mempald import logs
+from mempald.config import SettingsRef
+from mempald.store.base import StoreError
+from mempald.store.gateway import StoreGateway
+from mempald.store.hosted import HostedEdgeStore, rebuild_index
+
+log = logs.get("store")
+
+
+class IndexMaintainer:
+    def __init__(self, settings: SettingsRef, gateway: StoreGateway, hosted: HostedEdgeStore | None,
+                 idle: Callable[[], bool]) -> None:
+        self.settings = settings
+        self.gateway = gateway
+        self.hosted = hosted  # None: the store is not the embedded one in a child process (nothing to build)
+        self.idle = idle
+        self.report: dict[str, Any] = {"state": "idle", "builds": 0, "last": {}, "last_error": ""}
+
+    def status(self) -> dict[str, Any]:
+        return {**self.report, "store_pids": self.hosted.pids if self.hosted else []}
+
+    async def run(self) -> None:
+        store = self.hosted
+        s = self.settings.current.store
+        threshold, quiet_s = s.index_after, s.index_quiet_s
+        check_s = min(10.0, max(0.2, quiet_s / 3))
+        if store is None or threshold <= 0:
+            return
+        baseline = 0  # vectors left unindexed by the last build (drawers still without a dense vector)
+        idle_since: float | None = None
+        while True:
+            await anyio.sleep(check_s)
+            if not self.idle():
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since < quiet_s:
+                continue
+            _, unindexed = await self.gateway.exclusive(store.index_state)
+            if unindexed - baseline < threshold:
+                continue
+            self.report["state"] = "building"
+            log.info("index_build_started", unindexed=unindexed)
+            try:
+                res = await rebuild_index(self.gateway, store)
+            except StoreError as exc:
+                self.report["last_error"] = str(exc)
+                log.warning("index_build_failed", error=str(exc))
+                await anyio.sleep(max(quiet_s, 600.0))  # not again at once: the next build waits
+                continue
+            finally:
+                self.report["state"] = "idle"
+            self.report["builds"] += 1
+            self.report["last"] = res
+            self.report["last_error"] = ""
+            _, baseline = await self.gateway.exclusive(store.index_state)
+            log.info("index_built", unindexed_after=baseline, **res)
