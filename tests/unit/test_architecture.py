@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PURE = ["mempald/normalize", "mempald/text", "mempald/features/aaak.py", "mempald/search/fusion.py"]
+PURE = ["mempald/normalize", "mempald/text", "mempald/features/aaak", "mempald/search/fusion.py"]
 ALLOWED_INSIDE = ("mempald.normalize", "mempald.text", "mempald.features.aaak", "mempald.search.fusion")
 HEAVY = ("fastembed", "qdrant_edge", "qdrant_client", "numpy", "watchdog", "onnxruntime", "tokenizers", "sklearn")
 
