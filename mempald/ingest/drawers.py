@@ -148,6 +148,8 @@ def build_drawers(
         }
         if ex.tools:
             base["tools"] = sorted(set(ex.tools))
+        if ex.files:
+            base["files"] = list(ex.files)
         for k, v in ex.extra:
             base.setdefault(k, v)
         for i, piece in enumerate(pieces):

@@ -37,7 +37,9 @@ from typing import Any
 
 from mempald.normalize.common import MAX_ARG as _MAX_ARG
 from mempald.normalize.common import one_line as _one_line
+from mempald.normalize.common import touched_path
 from mempald.normalize.model import Exchange, Line, strip_injected
+from mempald.normalize.shell import command_files, command_text, patch_files
 
 SOURCE_KIND = "codex"
 AGENT = "codex"
@@ -53,7 +55,6 @@ _RESPONSE_ITEM_TYPES = frozenset({
     "custom_tool_call_output", "local_shell_call", "web_search_call", "ghost_snapshot",
 })
 _ARG_KEYS = ("cmd", "command", "path", "file_path", "query", "url", "pattern", "explanation", "prompt")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _EXIT_CODE = re.compile(r"^Exit code: (-?\d+)", re.MULTILINE)
 
 
@@ -94,18 +95,6 @@ def _content_text(content: Any, kinds: tuple[str, ...]) -> str:
     return "\n".join(parts)
 
 
-def _command_text(command: Any) -> str:
-    """A shell command as typed: ``["bash", "-lc", "ls"]`` becomes ``ls``."""
-    if isinstance(command, str):
-        return command
-    if isinstance(command, list) and all(isinstance(c, str) for c in command):
-        if len(command) >= 3 and command[-2] in ("-lc", "-c") and command[0].rsplit("/", 1)[-1] in (
-                "bash", "sh", "zsh", "pwsh", "powershell"):
-            return str(command[-1])
-        return " ".join(command)
-    return ""
-
-
 def _args_summary(args: Any) -> str:
     if isinstance(args, str):
         decoded = _loads(args) if args.lstrip().startswith(("{", "[")) else None
@@ -115,20 +104,33 @@ def _args_summary(args: Any) -> str:
     if isinstance(args, dict):
         for key in _ARG_KEYS:
             val = args.get(key)
-            text = _command_text(val) if key in ("cmd", "command") else (val if isinstance(val, str) else "")
+            text = command_text(val) if key in ("cmd", "command") else (val if isinstance(val, str) else "")
             if text.strip():
                 return _one_line(text, _MAX_ARG)
         if isinstance(args.get("plan"), list):
             return f"{len(args['plan'])} steps"
         return ""
-    return _command_text(args)
+    return command_text(args)
 
 
 def _patch_summary(patch: Any) -> str:
     if not isinstance(patch, str):
         return ""
-    files = _PATCH_FILE.findall(patch)
-    return _one_line(", ".join(f.strip() for f in files), _MAX_ARG) if files else _one_line(patch, _MAX_ARG)
+    files = patch_files(patch, None)
+    return _one_line(", ".join(files), _MAX_ARG) if files else _one_line(patch, _MAX_ARG)
+
+
+def _call_files(args: Any, cwd: str | None) -> list[str]:
+    """Files a shell-like function call clearly touched (its command, run in its ``workdir``)."""
+    if isinstance(args, str) and args.lstrip().startswith(("{", "[")):
+        args = _loads(args)
+    if isinstance(args, dict):
+        workdir = args.get("workdir") if isinstance(args.get("workdir"), str) else cwd
+        for key in ("cmd", "command"):
+            if key in args:
+                return command_files(args[key], workdir)
+        return []
+    return command_files(args, cwd) if isinstance(args, list) else []
 
 
 def _output_summary(output: Any) -> str | None:
@@ -218,6 +220,7 @@ class _Open:
     key: str = ""
     parts: list[tuple[str, str]] = field(default_factory=list)  # (source, text): source item|event|tool|note
     tools: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     turn_cwd: bool = False
 
     def has_item_text(self) -> bool:
@@ -295,6 +298,7 @@ def parse_lines(
                 offset=current.offset,
                 kind=current.kind,
                 tools=tuple(current.tools),
+                files=tuple(current.files),
             ))
             position += 1
         current = None
@@ -304,7 +308,7 @@ def parse_lines(
         return _Open(offset=offset, user=user, timestamp=ts, session_id=state["session_id"] or "",
                      cwd=state["cwd"], git_branch=state["git_branch"], agent=agent, kind=kind, key=key)
 
-    def add_tool(name: str, arg: str, call_id: Any) -> None:
+    def add_tool(name: str, arg: str, call_id: Any, files: list[str] | None = None) -> None:
         if current is None:
             return
         if isinstance(call_id, str) and call_id:
@@ -313,6 +317,12 @@ def parse_lines(
             seen_calls.add(call_id)
         current.tools.append(name)
         current.parts.append(("tool", f"[tool: {name}] {arg}".rstrip()))
+        for f in files or ():
+            if f not in current.files:
+                current.files.append(f)
+
+    def here() -> str | None:
+        return current.cwd if current is not None and current.cwd else state["cwd"]
 
     for line, rtype, p, ts in records:
         ptype = p.get("type")
@@ -369,7 +379,9 @@ def parse_lines(
                     reason = p.get("reason")
                     current.parts.append(("note", f"[turn aborted: {reason if isinstance(reason, str) else '?'}]"))
             elif ptype == "exec_command_begin":
-                add_tool("shell", _one_line(_command_text(p.get("command")), _MAX_ARG), p.get("call_id"))
+                cwd_ = _str(p.get("cwd")) or here()
+                add_tool("shell", _one_line(command_text(p.get("command")), _MAX_ARG), p.get("call_id"),
+                         command_files(p.get("command"), cwd_))
             elif ptype == "mcp_tool_call_begin":
                 inv = p.get("invocation")
                 if isinstance(inv, dict):
@@ -377,8 +389,9 @@ def parse_lines(
                     add_tool(name, _args_summary(inv.get("arguments")), p.get("call_id"))
             elif ptype == "patch_apply_begin":
                 changes = p.get("changes")
-                files = ", ".join(str(k) for k in changes) if isinstance(changes, dict) else ""
-                add_tool("apply_patch", _one_line(files, _MAX_ARG), p.get("call_id"))
+                names = [str(k) for k in changes] if isinstance(changes, dict) else []
+                touched = [t for t in (touched_path(n, here()) for n in names) if t]
+                add_tool("apply_patch", _one_line(", ".join(names), _MAX_ARG), p.get("call_id"), touched)
             elif ptype == "web_search_end":
                 add_tool("web_search", _one_line(p.get("query") or "", _MAX_ARG), p.get("call_id"))
             continue
@@ -409,15 +422,18 @@ def parse_lines(
         anchor = None
         if ptype == "function_call":
             name = _str(p.get("name")) or "function"
-            add_tool(name, _args_summary(p.get("arguments")), p.get("call_id"))
+            add_tool(name, _args_summary(p.get("arguments")), p.get("call_id"), _call_files(p.get("arguments"), here()))
         elif ptype == "custom_tool_call":
             name = _str(p.get("name")) or "custom_tool"
             arg = _patch_summary(p.get("input")) if name == "apply_patch" else _args_summary(p.get("input"))
-            add_tool(name, arg, p.get("call_id"))
+            touched = patch_files(p.get("input"), here()) if name == "apply_patch" else []
+            add_tool(name, arg, p.get("call_id"), touched)
         elif ptype == "local_shell_call":
             action = p.get("action")
             command = action.get("command") if isinstance(action, dict) else None
-            add_tool("shell", _one_line(_command_text(command), _MAX_ARG), p.get("call_id") or p.get("id"))
+            workdir = action.get("working_directory") if isinstance(action, dict) else None
+            add_tool("shell", _one_line(command_text(command), _MAX_ARG), p.get("call_id") or p.get("id"),
+                     command_files(command, workdir if isinstance(workdir, str) else here()))
         elif ptype == "web_search_call":
             action = p.get("action")
             query = action.get("query") if isinstance(action, dict) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any
 
 from mempald.normalize.model import NormalizeError
@@ -47,3 +48,25 @@ def conversation_array(data: bytes, name: str, *, label: str, marker: str, marke
     if root and not convs:
         raise NormalizeError(f"{where}: no {label} conversation (no {marker!r}) in the array")
     return convs
+
+
+def touched_path(path: Any, cwd: str | None) -> str | None:
+    """The path a tool call names, as stored in ``Exchange.files``: a relative POSIX path is joined to ``cwd``
+    (when ``cwd`` is an absolute POSIX path) and normalised; Windows paths and absolute paths are kept as
+    written. None for anything that is not a usable path (empty, a glob, a URL, several lines)."""
+    if not isinstance(path, str):
+        return None
+    p = path.strip()
+    if not p or len(p) > 4096 or "\n" in p or any(c in p for c in "*?") or "://" in p:
+        return None
+    if p.startswith("~") or (len(p) > 1 and p[1] == ":") or p.startswith("\\\\"):
+        return p  # home-relative or a Windows path: as written
+    if not p.startswith("/") and cwd and cwd.startswith("/"):
+        p = posixpath.join(cwd, p)
+    return posixpath.normpath(p) if p.startswith("/") else p
+
+
+def add_unique(items: list[str], value: str | None) -> None:
+    """Append ``value`` to ``items`` unless it is None or already there (first-touch order is kept)."""
+    if value and value not in items:
+        items.append(value)

@@ -17,6 +17,7 @@ from typing import Any
 
 from mempald.normalize.common import MAX_ARG as _MAX_ARG
 from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
+from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.model import Exchange, NormalizeError, strip_injected
@@ -24,6 +25,7 @@ from mempald.normalize.model import Exchange, NormalizeError, strip_injected
 SOURCE_KIND = "gemini"
 AGENT = "gemini"
 
+FILE_TOOLS = frozenset({"read_file", "write_file", "replace", "edit", "read_many_files"})
 _ARG_KEYS = ("command", "file_path", "absolute_path", "path", "dir_path", "pattern", "query", "url", "prompt",
              "description")
 
@@ -61,6 +63,20 @@ def _tool_lines(call: dict[str, Any]) -> tuple[str, list[str]]:
     return name, lines
 
 
+def call_files(call: dict[str, Any]) -> list[str]:
+    """The files a Gemini file tool (read_file, write_file, replace, edit) names in its arguments."""
+    args = call.get("args")
+    if _s(call.get("name")) not in FILE_TOOLS or not isinstance(args, dict):
+        return []
+    out: list[str] = []
+    for key in ("file_path", "absolute_path", "path"):
+        add_unique(out, touched_path(args.get(key), None))
+    paths = args.get("paths")
+    for item in paths if isinstance(paths, list) else []:
+        add_unique(out, touched_path(item, None))
+    return out
+
+
 def _result_text(call: dict[str, Any]) -> str:
     display = call.get("resultDisplay")
     if isinstance(display, str) and display.strip():
@@ -94,7 +110,7 @@ def parse_session(doc: dict[str, Any], name: str = "") -> list[Exchange]:
         out.append(Exchange(
             source_kind=SOURCE_KIND, session_id=session_id, key=turn["key"], user=turn["user"],
             assistant="\n".join(turn["reply"]).strip(), timestamp=turn["ts"], agent=AGENT, title=title,
-            position=len(out), tools=tuple(turn["tools"]), extra=extra,
+            position=len(out), tools=tuple(turn["tools"]), extra=extra, files=tuple(turn["files"]),
         ))
         turn = None
 
@@ -110,7 +126,7 @@ def parse_session(doc: dict[str, Any], name: str = "") -> list[Exchange]:
                 continue
             key = _s(msg.get("id")) or f"{session_id}:{i}"
             turn = {"key": key, "user": user, "reply": [], "tools": [], "ts": _s(msg.get("timestamp")) or None,
-                    "model": ""}
+                    "model": "", "files": []}
             continue
         if turn is None:
             continue
@@ -126,6 +142,8 @@ def parse_session(doc: dict[str, Any], name: str = "") -> list[Exchange]:
                     tool, lines = _tool_lines(call)
                     turn["tools"].append(tool)
                     turn["reply"].extend(lines)
+                    for f in call_files(call):
+                        add_unique(turn["files"], f)
         elif mtype in ("info", "error", "warning") and text.strip():
             turn["reply"].append(f"[{mtype}] {_one_line(text, _MAX_RESULT)}")
     close()

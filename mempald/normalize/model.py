@@ -50,6 +50,10 @@ class Exchange:
     kind: str = "exchange"  # exchange | summary | note | thread
     tools: tuple[str, ...] = ()
     extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    # The file paths the exchange's tool calls read or changed (Read/Edit/Write/MultiEdit/NotebookEdit, Codex
+    # apply_patch and plain file-reading shell commands, Gemini file tools), in first-touch order. A relative
+    # path is joined to the exchange's working directory when that is known, so the same file has one spelling.
+    files: tuple[str, ...] = ()
 
     def render(self) -> str:
         """The verbatim text stored in the drawer: user turn quoted with '> ', then the reply."""

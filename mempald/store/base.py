@@ -20,6 +20,7 @@ SCHEMA_VERSION = 1
 KEYWORD_FIELDS = (
     "wing", "room", "memory_type", "source_kind", "agent", "session_id", "source_path", "exchange_key",
     "machine", "user", "kind", "status",
+    "files",  # a list: the file paths the exchange's tool calls touched (a filter matches any of them)
 )
 FLOAT_FIELDS = ("ts", "importance", "position")
 BOOL_FIELDS: tuple[str, ...] = ()
