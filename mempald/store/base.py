@@ -76,6 +76,7 @@ class Filters:
     source_path: tuple[str, ...] = ()
     exchange_key: tuple[str, ...] = ()
     machine: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # drawers whose exchange touched any of these paths (the file gate)
     since: float | None = None
     until: float | None = None
     position_min: float | None = None
@@ -92,6 +93,7 @@ class Filters:
             ("wing", self.wing), ("room", self.room), ("memory_type", self.memory_type),
             ("source_kind", self.source_kind), ("agent", self.agent), ("session_id", self.session_id),
             ("source_path", self.source_path), ("exchange_key", self.exchange_key), ("machine", self.machine),
+            ("files", self.files),
         ]
         return [(k, v) for k, v in pairs if v]
 
