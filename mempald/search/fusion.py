@@ -3,21 +3,23 @@
 Stdlib only, no I/O.  The search path fetches two candidate lists from the store in one
 ``query_batch`` (dense MiniLM cosine and BM25 sparse with the IDF modifier) and hands them here.
 
-Pipeline (the defaults): fetch ``DEFAULT_DEPTH`` candidates from four lists (dense and sparse
-over each drawer indexed with its previous turn, dense and sparse over the drawer alone),
-:func:`fuse_lists` with min-max and ``DEFAULT_LIST_WEIGHTS`` -> :func:`temporal_boost` with
-:func:`temporal_window` -> :func:`neighbour_boost` -> :func:`session_boost` -> :func:`dedup`.
+Pipeline (the defaults, as ``mempald.search.ranking`` runs it): fetch ``DEFAULT_DEPTH`` dense and
+sparse candidates (each drawer indexed with the one before it), :func:`fuse` them with min-max and
+``DEFAULT_DENSE_WEIGHT`` -> :func:`temporal_boost` in the window of ``mempald.search.temporal`` ->
+:func:`neighbour_boost` -> :func:`session_boost` -> :func:`spread_sessions` -> :func:`dedup`.
+:func:`fuse_lists` fuses any number of lists (the first round's four-list layout, ``DEFAULT_LIST_WEIGHTS``).
 
 Defaults were chosen on LoCoMo (10 conversations, 5,882 turns, 1,982 questions with evidence,
 no LLM, default MiniLM int8 model; see ``bench/RESEARCH_locomo.md``) and kept only where the
-idea is general (nothing here knows about LoCoMo's speakers, categories or answers).
+idea is general (nothing here knows about LoCoMo's speakers, categories or answers).  The variants
+that were measured and not adopted (z-score and DBSF normalisation, RRF, rare-term weighting) live in
+``bench/research_fusion.py``.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,26 +30,20 @@ __all__ = [
     "DEFAULT_LIST_WEIGHTS",
     "DEFAULT_NEIGHBOUR_DECAY",
     "DEFAULT_NEIGHBOUR_FORWARD",
-    "DEFAULT_RRF_K",
     "DEFAULT_SESSION_TOP",
     "DEFAULT_SESSION_WEIGHT",
     "DEFAULT_SPREAD_AFTER",
     "DEFAULT_TEMPORAL_BOOST",
     "Candidate",
-    "dbsf_normalise",
+    "combine",
     "dedup",
     "fuse",
     "fuse_lists",
-    "minmax_fuse",
     "minmax_normalise",
     "neighbour_boost",
-    "rare_terms",
-    "rrf_fuse",
     "session_boost",
     "spread_sessions",
     "temporal_boost",
-    "temporal_window",
-    "zscore_normalise",
 ]
 
 DEFAULT_DEPTH = 100
@@ -65,9 +61,6 @@ DEFAULT_LIST_WEIGHTS = (0.3, 0.7, 0.35, 0.15)
 alone), dense(turn alone)]``.  Adding the turn-alone lists to the two context lists leaves R@10
 about equal but lifts MRR 0.465 -> 0.553 and NDCG@10 0.528 -> 0.589: the context copy finds the
 exchange, the bare copy says which turn of it answers."""
-
-DEFAULT_RRF_K = 60
-"""The usual RRF constant (kept for the ``rrf`` fallback; plain RRF loses to BM25 alone here)."""
 
 DEFAULT_NEIGHBOUR_DECAY = 0.8
 """Share of a hit's score given to the drawer just *before* it in its session (0 disables).
@@ -136,103 +129,56 @@ def minmax_normalise(cands: Sequence[Candidate]) -> dict[str, float]:
     return {c.id: (c.score - lo) / span if span > 0 else 1.0 for c in cands}
 
 
-def zscore_normalise(cands: Sequence[Candidate]) -> dict[str, float]:
-    """Standardise scores to mean 0, deviation 1 (a flat list maps to 0.0)."""
-    if not cands:
-        return {}
-    n = len(cands)
-    mean = sum(c.score for c in cands) / n
-    sd = math.sqrt(sum((c.score - mean) ** 2 for c in cands) / n)
-    return {c.id: (c.score - mean) / sd if sd > 0 else 0.0 for c in cands}
-
-
-def dbsf_normalise(cands: Sequence[Candidate]) -> dict[str, float]:
-    """Distribution-based score fusion: map ``mean ± 3 sd`` to [0, 1], clipped (Qdrant's DBSF)."""
-    if not cands:
-        return {}
-    n = len(cands)
-    mean = sum(c.score for c in cands) / n
-    sd = math.sqrt(sum((c.score - mean) ** 2 for c in cands) / n)
-    if sd <= 0:
-        return {c.id: 0.5 for c in cands}
-    lo, hi = mean - 3 * sd, mean + 3 * sd
-    return {c.id: min(1.0, max(0.0, (c.score - lo) / (hi - lo))) for c in cands}
-
-
-_NORMALISERS: dict[str, Callable[[Sequence[Candidate]], dict[str, float]]] = {
-    "minmax": minmax_normalise,
-    "zscore": zscore_normalise,
-    "dbsf": dbsf_normalise,
-}
-
-
 # ---------------------------------------------------------------- fusion
+
+
+def combine(
+    normed: Sequence[Mapping[str, float]],
+    weights: Sequence[float],
+    floors: Sequence[float] | None = None,
+) -> Ranked:
+    """The weighted sum of normalised lists, ``sum_i weights[i] * normed_i(id)``, best first.
+
+    A drawer missing from list ``i`` gets ``floors[i]`` there (0 when ``floors`` is ``None``).
+    """
+    if len(weights) != len(normed):
+        raise ValueError("one weight per list")
+    floor = [0.0] * len(normed) if floors is None else floors
+    keys: set[str] = set().union(*normed) if normed else set()
+    out = {
+        key: sum(w * n.get(key, f) for w, n, f in zip(weights, normed, floor, strict=True)) for key in keys
+    }
+    return _sorted(out)
 
 
 def fuse_lists(
     lists: Sequence[Sequence[Candidate]],
     weights: Sequence[float] = DEFAULT_LIST_WEIGHTS,
-    method: str = "minmax",
 ) -> Ranked:
-    """Weighted score fusion of any number of candidate lists.
+    """Weighted min-max score fusion of any number of candidate lists.
 
-    Each list is normalised on its own (``method``: ``minmax``, ``zscore`` or ``dbsf``); a drawer
-    missing from a list gets that list's floor (0 for minmax/dbsf, the list minimum for zscore).
-    The fused score is ``sum_i weights[i] * norm_i(id)``.  Returns ``(id, score)`` best first.
+    Each list is min-max normalised on its own; a drawer missing from a list gets 0 there.  The fused
+    score is ``sum_i weights[i] * norm_i(id)``.  Returns ``(id, score)`` best first.
     """
-    if method not in _NORMALISERS:
-        raise ValueError(f"unknown fusion method {method!r}")
     if len(weights) != len(lists):
         raise ValueError("one weight per list")
-    norm = _NORMALISERS[method]
-    normed = [norm(cands) for cands in lists]
-    floors = [min(n.values(), default=0.0) if method == "zscore" else 0.0 for n in normed]
-    keys: set[str] = set().union(*normed) if normed else set()
-    out = {
-        key: sum(w * n.get(key, f) for w, n, f in zip(weights, normed, floors, strict=True)) for key in keys
-    }
-    return _sorted(out)
+    return combine([minmax_normalise(cands) for cands in lists], weights)
 
 
 def fuse(
     dense: Sequence[Candidate],
     sparse: Sequence[Candidate],
     dense_weight: float = DEFAULT_DENSE_WEIGHT,
-    method: str = "minmax",
 ) -> Ranked:
-    """Weighted score fusion of a dense and a sparse list (``dense_weight`` and ``1 - dense_weight``)."""
+    """Min-max score fusion of a dense and a sparse list (``dense_weight`` and ``1 - dense_weight``).
+
+    LoCoMo turn R@10 at the best weight: min-max 73.1, z-score 73.7, DBSF 73.3, weighted RRF 71.4, plain
+    RRF 63.9; in the full pipeline z-score 78.7 vs min-max 79.2, so min-max stays (the other variants are
+    in ``bench/research_fusion.py``).
+    """
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError("dense_weight must be in [0, 1]")
-    return fuse_lists([dense, sparse], [dense_weight, 1.0 - dense_weight], method)
-
-
-def minmax_fuse(
-    dense: Sequence[Candidate],
-    sparse: Sequence[Candidate],
-    dense_weight: float = DEFAULT_DENSE_WEIGHT,
-) -> Ranked:
-    """Min-max normalised weighted score fusion (the default normalisation).
-
-    LoCoMo turn R@10 at the best weight: min-max 73.1, z-score 73.7, DBSF 73.3, weighted RRF
-    71.4, plain RRF 63.9; in the full pipeline z-score 78.7 vs min-max 79.2, so min-max stays.
-    """
-    return fuse(dense, sparse, dense_weight, "minmax")
-
-
-def rrf_fuse(
-    lists: Sequence[Sequence[Candidate]],
-    k: int = DEFAULT_RRF_K,
-    weights: Sequence[float] | None = None,
-) -> Ranked:
-    """(Weighted) reciprocal rank fusion: ``sum_i w_i / (k + rank_i)``, rank 1-based."""
-    if weights is not None and len(weights) != len(lists):
-        raise ValueError("one weight per list")
-    out: dict[str, float] = {}
-    for li, cands in enumerate(lists):
-        w = 1.0 if weights is None else weights[li]
-        for rank, c in enumerate(cands, start=1):
-            out[c.id] = out.get(c.id, 0.0) + w / (k + rank)
-    return _sorted(out)
+    return fuse_lists([dense, sparse], [dense_weight, 1.0 - dense_weight])
 
 
 # ---------------------------------------------------------------- rescoring
@@ -377,193 +323,6 @@ def spread_sessions(
         else:
             others.append((key, score))
     return head + firsts + others
-
-
-# ---------------------------------------------------------------- query side
-
-_STOP_CAPS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "is",
-        "it",
-        "its",
-        "may",
-        "might",
-        "must",
-        "of",
-        "on",
-        "or",
-        "shall",
-        "should",
-        "so",
-        "that",
-        "the",
-        "their",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
-)
-_CAP_WORD = re.compile(r"\b([A-Z][a-zA-Z'\-]*[a-zA-Z]|[A-Z])\b")
-_NUMBERISH = re.compile(r"\b\d[\w\-]*\b")
-
-
-def rare_terms(query: str) -> list[str]:
-    """Names and other rare-looking terms of a query: capitalised words and tokens with digits.
-
-    Measured as a BM25 query re-weighting (these terms weighted x1.5/x2/x3): it *hurt* LoCoMo
-    (turn R@10 73.9 -> 73.4/73.1/72.6), because the IDF modifier already weights rare terms and
-    names there are the speakers, common in every drawer.  Kept as a helper, not used by default.
-
-    Capitalised words are kept even at the start of a sentence unless they are common function
-    words ("What", "When" ...); possessive ``'s`` is stripped.  Order of first appearance,
-    no duplicates.
-    """
-    out: list[str] = []
-    for m in _CAP_WORD.finditer(query):
-        word = m.group(1)
-        if word.endswith("'s"):
-            word = word[:-2]
-        if word.lower() in _STOP_CAPS or len(word) < 2:
-            continue
-        if word not in out:
-            out.append(word)
-    for m in _NUMBERISH.finditer(query):
-        if m.group(0) not in out:
-            out.append(m.group(0))
-    return out
-
-
-_MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
-    )
-}
-_MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
-_MONTH_RE = (
-    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-)
-_DAY_MONTH_YEAR = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_RE}\.?,?\s+(\d{{4}})\b", re.I
-)
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
-_MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\.?,?\s+(\d{{4}})\b", re.I)
-_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d\d)\b", re.I)
-_RELATIVE: dict[str, tuple[int, int]] = {
-    # phrase -> (days back to window start, days back to window end)
-    "today": (0, 0),
-    "yesterday": (1, 1),
-    "last night": (1, 1),
-    "this week": (7, 0),
-    "last week": (14, 7),
-    "last weekend": (9, 1),
-    "this month": (31, 0),
-    "last month": (62, 28),
-    "this year": (366, 0),
-    "last year": (731, 365),
-    "recently": (30, 0),
-    "lately": (30, 0),
-}
-
-
-def _month_bounds(year: int, month: int) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1)
-    end = datetime(year + (month == 12), month % 12 + 1, 1) - timedelta(microseconds=1)
-    return start, end
-
-
-def temporal_window(query: str, now: datetime) -> tuple[datetime, datetime] | None:
-    """The time span a query's date words point at, or ``None``.
-
-    Absolute dates win over relative ones: "on 3 June, 2023" / "June 3, 2023" (that day),
-    "in May 2023" (that month), "in 2022" (that year); else relative phrases against ``now``:
-    "yesterday", "last week", "last year", "recently" ...  The window is naive (no tzinfo) when
-    ``now`` is naive.
-    """
-    tz = now.tzinfo
-    for rx, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
-        m = rx.search(query)
-        if m:
-            if order == "dmy":
-                day, mon, year = int(m.group(1)), m.group(2), int(m.group(3))
-            else:
-                mon, day, year = m.group(1), int(m.group(2)), int(m.group(3))
-            try:
-                start = datetime(year, _MONTHS[mon.lower()[:3]], day, tzinfo=tz)
-            except ValueError:
-                continue
-            return start, start + timedelta(days=1) - timedelta(microseconds=1)
-    m = _MONTH_YEAR.search(query)
-    if m:
-        start, end = _month_bounds(int(m.group(2)), _MONTHS[m.group(1).lower()[:3]])
-        return start.replace(tzinfo=tz), end.replace(tzinfo=tz)
-    m = _YEAR.search(query)
-    if m:
-        year = int(m.group(1))
-        return datetime(year, 1, 1, tzinfo=tz), datetime(year, 12, 31, 23, 59, 59, tzinfo=tz)
-    low = query.lower()
-    for phrase, (back_start, back_end) in _RELATIVE.items():
-        if re.search(rf"\b{phrase}\b", low):
-            day0 = now.replace(hour=0, minute=0, second=0, microsecond=0)
-            start = day0 - timedelta(days=back_start)
-            end = day0 - timedelta(days=back_end) + timedelta(days=1) - timedelta(microseconds=1)
-            return start, min(end, now) if back_end == 0 else end
-    return None
 
 
 def temporal_boost(

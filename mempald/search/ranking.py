@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mempald.search import fusion
+from mempald.search import fusion, temporal
 from mempald.store.base import Filters, Hit, RankRequest, Store
 
 HIT_FIELDS = (
@@ -74,7 +74,7 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
     raw_sparse = {h.id: h.score for h in sparse_hits}
     ranked = fusion.fuse(_cands(dense_hits), _cands(sparse_hits), opts.dense_weight)
 
-    window = fusion.temporal_window(query, now)
+    window = temporal.temporal_window(query, now)
     if window is not None and opts.temporal_boost > 0:
         stamps = {i: datetime.fromtimestamp(float(p.get("ts") or 0), UTC) for i, p in payloads.items() if p.get("ts")}
         ranked = fusion.temporal_boost(ranked, stamps, window, opts.temporal_boost)

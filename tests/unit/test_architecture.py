@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PURE = ["mempald/normalize", "mempald/text", "mempald/features/aaak", "mempald/search/fusion.py"]
-ALLOWED_INSIDE = ("mempald.normalize", "mempald.text", "mempald.features.aaak", "mempald.search.fusion")
+PURE = ["mempald/normalize", "mempald/text", "mempald/features/aaak", "mempald/search/fusion.py",
+        "mempald/search/temporal.py"]
+ALLOWED_INSIDE = ("mempald.normalize", "mempald.text", "mempald.features.aaak", "mempald.search.fusion",
+                  "mempald.search.temporal")
 HEAVY = ("fastembed", "qdrant_edge", "qdrant_client", "numpy", "watchdog", "onnxruntime", "tokenizers", "sklearn")
 
 

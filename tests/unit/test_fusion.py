@@ -1,4 +1,6 @@
-"""Unit tests for mempald.search.fusion on small hand-made candidate lists."""
+"""Unit tests for mempald.search.fusion (and the temporal window it boosts) on small hand-made candidate lists.
+
+The research-only variants (z-score, DBSF, RRF, rare terms) are tested in tests/test_research_fusion.py."""
 
 from __future__ import annotations
 
@@ -10,20 +12,15 @@ import pytest
 from mempald.search import fusion as f
 from mempald.search.fusion import (
     Candidate,
-    dbsf_normalise,
     dedup,
     fuse,
     fuse_lists,
-    minmax_fuse,
     minmax_normalise,
     neighbour_boost,
-    rare_terms,
-    rrf_fuse,
     session_boost,
     temporal_boost,
-    temporal_window,
-    zscore_normalise,
 )
+from mempald.search.temporal import temporal_window
 
 
 def c(*pairs: tuple[str, float]) -> list[Candidate]:
@@ -46,29 +43,7 @@ def test_minmax_normalise_flat_and_empty() -> None:
     assert minmax_normalise([]) == {}
 
 
-def test_zscore_normalise() -> None:
-    z = zscore_normalise(c(("a", 3.0), ("b", 1.0)))
-    assert z == pytest.approx({"a": 1.0, "b": -1.0})
-    assert zscore_normalise(c(("a", 2.0))) == {"a": 0.0}
-
-
-def test_dbsf_normalise_is_clipped_and_centred() -> None:
-    d = dbsf_normalise(c(("a", 3.0), ("b", 1.0)))
-    # mean 2, sd 1 -> [-1, 5] maps to [0, 1]
-    assert d == pytest.approx({"a": 4 / 6, "b": 2 / 6})
-    assert dbsf_normalise(c(("a", 1.0), ("b", 1.0))) == {"a": 0.5, "b": 0.5}
-
-
 # ---------------------------------------------------------------- fusion
-
-
-def test_minmax_fuse_agreement_wins() -> None:
-    dense = c(("a", 0.9), ("b", 0.8), ("c", 0.1))
-    sparse = c(("b", 12.0), ("d", 11.0), ("a", 2.0))
-    out = minmax_fuse(dense, sparse, dense_weight=0.5)
-    # b: 0.5*0.875 + 0.5*1 = 0.9375 ; a: 0.5*1 + 0 = 0.5 ; d: 0.5*0.9 = 0.45 ; c: 0
-    assert ids(out) == ["b", "a", "d", "c"]
-    assert dict(out)["b"] == pytest.approx(0.9375)
 
 
 def test_fuse_weight_extremes_reproduce_single_lists() -> None:
@@ -82,8 +57,6 @@ def test_fuse_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError):
         fuse([], [], 1.5)
     with pytest.raises(ValueError):
-        fuse([], [], 0.5, method="nope")
-    with pytest.raises(ValueError):
         fuse_lists([[], []], [1.0])
 
 
@@ -95,27 +68,8 @@ def test_fuse_lists_three_lists() -> None:
     assert out == pytest.approx({"x": 0.4, "y": 0.6, "z": 0.0})
 
 
-def test_zscore_fuse_missing_gets_list_floor() -> None:
-    dense = c(("a", 3.0), ("b", 1.0))
-    sparse = c(("c", 3.0), ("b", 1.0))
-    out = dict(fuse(dense, sparse, 0.5, method="zscore"))
-    assert out["b"] == pytest.approx(-1.0)
-    assert out["a"] == pytest.approx(0.0)
-    assert out["c"] == pytest.approx(0.0)
-
-
-def test_rrf_fuse() -> None:
-    out = rrf_fuse([c(("a", 9.0), ("b", 8.0)), c(("b", 1.0), ("c", 0.5))], k=60)
-    assert ids(out) == ["b", "a", "c"]
-    assert dict(out)["b"] == pytest.approx(1 / 62 + 1 / 61)
-    weighted = rrf_fuse([c(("a", 1.0)), c(("c", 1.0))], k=1, weights=[1.0, 3.0])
-    assert ids(weighted) == ["c", "a"]
-    with pytest.raises(ValueError):
-        rrf_fuse([c(("a", 1.0))], weights=[1.0, 2.0])
-
-
 def test_ties_break_on_id() -> None:
-    assert ids(minmax_fuse(c(("b", 1.0), ("a", 1.0)), [])) == ["a", "b"]
+    assert ids(fuse(c(("b", 1.0), ("a", 1.0)), [])) == ["a", "b"]
 
 
 # ---------------------------------------------------------------- rescoring
@@ -180,12 +134,6 @@ def test_dedup_drops_near_identical() -> None:
 
 
 # ---------------------------------------------------------------- query side
-
-
-def test_rare_terms() -> None:
-    assert rare_terms("When did Caroline go to the LGBTQ support group?") == ["Caroline", "LGBTQ"]
-    assert rare_terms("What did Melanie's kids paint in July 2023?") == ["Melanie", "July", "2023"]
-    assert rare_terms("what is this") == []
 
 
 NOW = datetime(2023, 8, 15, 14, 0)
