@@ -568,3 +568,81 @@ class ClientMethods(ClientBase):
         """The [hooks] settings, so hooks never parse TOML.
         """
         return self._invoke("hook_config", {})
+
+    def wing_sessions(
+            self,
+            wing: str,
+            *,
+            since: str | float | None = None,
+            until: str | float | None = None,
+            limit: int | None = None,
+    ) -> dict[str, Any]:
+        """The sessions of one wing, newest first: each with its start time, first exchange, agent, source and drawer
+        count (the viewer's timeline).
+
+        wing: the wing
+        since: only sessions started at or after this: ISO date, epoch seconds or an age (7d)
+        until: only sessions started at or before this (the next page: the oldest start seen)
+        limit: how many sessions
+        """
+        return self._invoke("wing_sessions", {"wing": wing, "since": since, "until": until, "limit": limit})
+
+    def session_drawers(
+            self,
+            *,
+            drawer_id: str | None = None,
+            session_id: str | None = None,
+            start: int | None = None,
+            before: int | None = None,
+            after: int | None = None,
+            include_deleted: bool | None = None,
+    ) -> dict[str, Any]:
+        """A session's drawers in order (by position): the exchanges around a drawer, or from a position of a session;
+        soft-deleted ones included on request.
+
+        drawer_id: the drawer in the middle (its session is shown)
+        session_id: the session, when no drawer is given
+        start: with session_id: the first position shown
+        before: exchanges before the drawer
+        after: exchanges after the drawer (or after start)
+        include_deleted: also soft-deleted drawers (marked as such)
+        """
+        return self._invoke("session_drawers", {
+            "drawer_id": drawer_id,
+            "session_id": session_id,
+            "start": start,
+            "before": before,
+            "after": after,
+            "include_deleted": include_deleted,
+        })
+
+    def kg_graph(
+            self,
+            *,
+            entity: str | None = None,
+            as_of: str | None = None,
+            include_expired: bool | None = None,
+            limit: int | None = None,
+    ) -> dict[str, Any]:
+        """The knowledge graph as a picture's data: the most connected entities (or one entity and its neighbours) and
+        the facts between them, each with its validity interval.
+
+        entity: centre on this entity and its neighbours
+        as_of: ISO date: the facts valid then (default: now)
+        include_expired: also facts no longer valid
+        limit: entities at most
+        """
+        return self._invoke("kg_graph", {
+            "entity": entity,
+            "as_of": as_of,
+            "include_expired": include_expired,
+            "limit": limit,
+        })
+
+    def pack_outputs(self, *, dir: str | None = None) -> dict[str, Any]:
+        """What pack-mode sources (or one pack folder) produced: where, the header figures, the overview and the topics
+        with their facts.
+
+        dir: a pack's output folder (default: every pack-mode source's)
+        """
+        return self._invoke("pack_outputs", {"dir": dir})

@@ -28,6 +28,7 @@ from mempald.features.memories import Memories
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
 from mempald.features.taxonomy import Taxonomy
+from mempald.features.viewer import SessionBrowser
 from mempald.features.wakeup import WakeUp
 from mempald.ingest.dense import DenseWorker
 from mempald.ingest.ingestor import Ingestor
@@ -40,6 +41,7 @@ from mempald.rpc.dispatch import Dispatcher, Handler
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
+from mempald.rpc.viewer import ViewerMethods
 from mempald.runtime.status import StatusReport
 from mempald.search import ranking
 from mempald.search.searcher import Searcher
@@ -141,6 +143,7 @@ class Daemon:
             PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
             SourceMethods(self.settings, self.admin, self.store, embedder),
             AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder)),
+            ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)

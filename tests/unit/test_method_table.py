@@ -26,9 +26,10 @@ from mempald.rpc.core import CoreMethods
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
+from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
-GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods)
+GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods)
 
 
 def daemon_handler_names() -> list[str]:

@@ -1,0 +1,197 @@
+"""The viewer's door: every request passes these checks before any page is built.
+
+1. **Host** must be the address the server bound, with its port (``127.0.0.1:PORT``): a page on a rebinding
+   DNS name (``evil.example`` resolving to 127.0.0.1) sends its own name and is refused. When the user binds a
+   wildcard address explicitly, any IP literal with the port is accepted (rebinding needs a name).
+2. **Token.** ``?token=...`` (the URL ``mempal ui`` printed) sets an HttpOnly, SameSite=Strict cookie and
+   redirects to the same URL without it (so it stays out of the history); every other request must carry that
+   cookie. Compared in constant time. Without it: 401 and nothing of the palace.
+3. **Methods.** GET and HEAD read, POST changes; anything else (OPTIONS preflights included) is 405. A POST must
+   be a small ``application/x-www-form-urlencoded`` form holding the page's CSRF token, must not come from
+   another site (``Origin`` / ``Sec-Fetch-Site``), and is then replayed to the page unchanged.
+4. **Headers** on every answer: a Content-Security-Policy that allows no script, no frames and no off-site
+   anything; ``nosniff``, ``no-referrer``, ``no-store``; and never an ``Access-Control-*`` header (no CORS).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MAX_FORM = 64 * 1024  # bytes of a POSTed form
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+)
+READ_METHODS = ("GET", "HEAD")
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The secrets of one running viewer."""
+
+    token: str  # in the printed URL, then in the cookie
+    csrf: str  # in every form the pages render
+
+    @staticmethod
+    def same(given: str | None, expected: str) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def host_literal(host: str) -> str:
+    """How a browser writes ``host`` in a Host header: IPv6 in brackets."""
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host
+
+
+def is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+class Guard:
+    """ASGI middleware: the checks of the module docstring, in that order."""
+
+    def __init__(self, app: ASGIApp, *, keys: Keys, host: str, port: int) -> None:
+        self.app = app
+        self.keys = keys
+        self.port = port
+        self.cookie = f"mempal_ui_{port}"  # cookies ignore ports: two viewers must not share one
+        self.wildcard = is_wildcard(host)
+        names = {host_literal(host).lower(), host.lower()}
+        self.allowed = {f"{n}:{port}" for n in names} | (names if port == 80 else set())
+
+    def host_ok(self, value: str | None) -> bool:
+        if not value:
+            return False
+        value = value.lower()
+        if value in self.allowed:
+            return True
+        if not self.wildcard:
+            return False
+        name, sep, port = value.rpartition(":")
+        if not sep or port != str(self.port):
+            return False
+        try:
+            ipaddress.ip_address(name.strip("[]"))
+        except ValueError:
+            return False
+        return True
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # no websockets, no lifespan
+            return
+        send = _with_headers(send)
+        headers = Headers(scope=scope)
+        if not self.host_ok(headers.get("host")):
+            await _refuse(421, "This viewer answers only at the address it printed.")(scope, receive, send)
+            return
+        method = scope["method"]
+        if method not in (*READ_METHODS, "POST"):
+            await _refuse(405, "Only GET and POST.", allow="GET, HEAD, POST")(scope, receive, send)
+            return
+        request = Request(scope)
+        given = request.query_params.get("token")
+        if given is not None:
+            await self._login(request, given)(scope, receive, send)
+            return
+        if not Keys.same(request.cookies.get(self.cookie), self.keys.token):
+            await _refuse(401, "This viewer needs its token: open the URL that `mempal ui` printed.")(
+                scope, receive, send)
+            return
+        if method == "POST":
+            body, problem = await self._checked_form(headers, receive)
+            if problem:
+                await _refuse(403, problem)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+    def _login(self, request: Request, given: str) -> Response:
+        if request.method != "GET" or not Keys.same(given, self.keys.token):
+            return _refuse(401, "Wrong token: open the URL that `mempal ui` printed.")
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        target = request.url.path + ("?" + "&".join(f"{_q(k)}={_q(v)}" for k, v in rest) if rest else "")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(self.cookie, self.keys.token, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def _checked_form(self, headers: Headers, receive: Receive) -> tuple[bytes, str]:
+        origin = headers.get("origin")
+        if origin is not None and not (origin.startswith("http://") and self.host_ok(origin[len("http://"):])):
+            return b"", "A form from another site was refused."
+        if headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
+            return b"", "A request from another site was refused."
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/x-www-form-urlencoded":
+            return b"", "Changes are made with this viewer's own forms only."
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"", "The request ended early."
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > MAX_FORM:
+                return b"", "That form is too large."
+        form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        if not Keys.same(next(iter(form.get("csrf", [])), None), self.keys.csrf):
+            return b"", "This form is stale or forged (no valid CSRF token): reload the page and try again."
+        return body, ""
+
+
+def _q(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _refuse(status: int, message: str, **headers: str) -> Response:
+    page = ("<!doctype html><meta charset=utf-8><title>mempal viewer</title>"
+            f"<p>{message.replace('<', '&lt;')}</p>")
+    return HTMLResponse(page, status_code=status, headers=headers or None)
+
+
+def _replay(body: bytes, rest: Receive) -> Receive:
+    """The body already read, then whatever the connection says next (a disconnect)."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return await rest()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _with_headers(send: Send) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            raw: list[Any] = [(k, v) for k, v in message.get("headers", [])
+                              if not bytes(k).lower().startswith(b"access-control-")]
+            have = {bytes(k).lower() for k, _ in raw}
+            raw += [h for h in HEADERS if h[0] not in have]
+            message = {**message, "headers": raw}
+        await send(message)
+
+    return wrapped

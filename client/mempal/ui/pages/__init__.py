@@ -1,0 +1,1 @@
+"""The viewer's pages, one module each: ``render(request, ctx, ...)`` returns the page's HTML."""

@@ -1,0 +1,126 @@
+"""Search: the CLI's search with every one of its filters (the form is built from the method's declaration, so
+a filter added to the table appears here), hits with their citations, each opening its drawer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from mempal.methods import METHODS
+from mempal.methods.spec import Param
+from mempal.protocol import INVALID_PARAMS, RpcError
+from mempal.ui.frame import Ctx, clip, drawer_href, message, number, page, session_href, stamp, tag, timeline_href
+from mempal.ui.html import Markup, el, join
+
+SEARCH = METHODS["search"]
+FILTERS: tuple[Param, ...] = tuple(p for p in SEARCH.params if p.name not in ("query", "dense_weight"))
+EXCERPT = 600
+HINTS = {"since": "7d, 12h or 2026-01-31", "until": "1d or 2026-02-28", "limit": "10"}
+
+
+def _values(request: Request) -> dict[str, Any]:
+    """The filters given in the query string, as the Python API takes them (lists for several values)."""
+    q = request.query_params
+    out: dict[str, Any] = {}
+    for p in FILTERS:
+        raw = [v.strip() for v in q.getlist(p.name) for v in v.split(",") if v.strip()]
+        if not raw:
+            continue
+        if p.kind == "int":
+            try:
+                out[p.name] = int(raw[0])
+            except ValueError:
+                raise RpcError(INVALID_PARAMS, f"{p.name}: {raw[0]!r} is not a whole number") from None
+        elif p.kind == "strs":
+            out[p.name] = raw if len(raw) > 1 else raw[0]
+        else:
+            out[p.name] = raw[0]
+    return out
+
+
+def _field(p: Param, given: dict[str, Any], lists: dict[str, list[str]]) -> Markup:
+    value = given.get(p.name)
+    shown = ", ".join(value) if isinstance(value, list) else ("" if value is None else str(value))
+    label = p.name.replace("_", " ")
+    if p.choices:
+        chosen = set(value if isinstance(value, list) else [value] if value else [])
+        boxes = [el("label", el("input", type="checkbox", name=p.name, value=c, checked=c in chosen), c,
+                    class_="check") for c in p.choices]
+        return el("fieldset", el("legend", label), boxes, title=p.help)
+    options = lists.get(p.name)
+    listed = el("datalist", [el("option", value=o) for o in options], id=f"list-{p.name}") if options else None
+    return el("label", label,
+              el("input", type="text", name=p.name, value=shown, placeholder=HINTS.get(p.name, "any"), title=p.help,
+                 list=f"list-{p.name}" if options else None), listed, class_="field")
+
+
+def form(query: str, given: dict[str, Any], lists: dict[str, list[str]]) -> Markup:
+    return el("form", el("div", el("input", type="search", name="q", value=query, autofocus=True,
+                                    placeholder="what are you looking for? e.g. why did the deploy fail",
+                                    aria_label="query"),
+                         el("button", "Search", type="submit"), class_="searchbar"),
+              el("details", el("summary", "Filters"), el("div", [_field(p, given, lists) for p in FILTERS],
+                                                         class_="filters"),
+                 open=bool(given)),
+              method="get", action="/search", class_="search")
+
+
+def hit(n: int, h: dict[str, Any]) -> Markup:
+    did = str(h.get("drawer_id", ""))
+    pos = h.get("position")
+    where = join(el("code", h.get("source_path") or "?"), f" #{pos}" if pos not in (None, "") else "")
+    session = str(h.get("session_id") or "")
+    return el(
+        "article",
+        el("header", el("a", f"[{n}] ", h.get("title") or clip(h.get("text"), 80), href=drawer_href(did),
+                        class_="title"),
+           el("span", f"score {float(h.get('score') or 0):.3f}", class_="score")),
+        el("div", el("a", tag(h.get("wing"), "wing"), href=timeline_href(str(h.get("wing") or ""))),
+           tag(h.get("room"), "room"),
+           tag(h.get("memory_type"), "type") if h.get("memory_type") not in (None, "", "none") else None,
+           tag(h.get("agent"), "agent") if h.get("agent") else None,
+           el("span", stamp(h.get("timestamp")), class_="muted"), class_="meta"),
+        el("pre", clip(h.get("text"), EXCERPT), class_="text"),
+        el("p", "from ", where,
+           [" · session ", el("a", clip(session, 40), href=session_href(session))] if session else None,
+           " · ", el("a", "drawer ", el("code", did), href=drawer_href(did)), class_="cite"),
+        class_="hit",
+    )
+
+
+async def render(request: Request, ctx: Ctx) -> str:
+    query = request.query_params.get("q", "").strip()
+    problem = None
+    try:
+        given = _values(request)
+    except RpcError as exc:
+        given, problem = {}, exc.message
+
+    def work(c: Any) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+        st = c.status()
+        if not query or problem:
+            return st, None, problem
+        try:
+            return st, c.search(query, **given), None
+        except RpcError as exc:
+            if exc.code != INVALID_PARAMS:
+                raise
+            return st, None, exc.message
+
+    st, result, problem = await ctx.daemon.run(work)
+    lists = {"wing": sorted(st.get("wings") or {}), "room": sorted(st.get("rooms") or {}),
+             "machine": [str(st.get("machine"))] if st.get("machine") else []}
+    body: list[Any] = [form(query, given, lists)]
+    if problem:
+        body.append(message(problem, "bad"))
+    if result is not None:
+        hits = result.get("hits", [])
+        body.append(el("p", f"{number(len(hits))} hits for ", el("q", query), class_="lead") if hits else
+                    message(f"No memories match {query!r} with these filters."))
+        body += [hit(i, h) for i, h in enumerate(hits, 1)]
+        tunnels = result.get("tunnels") or {}
+        if tunnels:
+            body.append(el("p", "Related wings: ", [join(el("b", room), ": ", ", ".join(ws), "; ")
+                                                    for room, ws in tunnels.items()], class_="muted"))
+    return page("Search", *body, active="/search")
