@@ -21,29 +21,25 @@ or reset, timeouts, HTTP 5xx and 429) are retried with exponential backoff insid
 times; then a ``StoreError`` says what failed and where. Writes wait for the server to apply them
 (``wait=True``) so the ingest cursor only advances after the write is durable; every write is idempotent
 (same ids, same vectors), so a retried write is safe.
+
+``server_access`` reads the URL and the API key, opens the client and classifies failures; ``server_models``
+converts filters, vectors and points to qdrant-client's models and back.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import stat
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
-import httpx
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from mempald import logs
 from mempald.store.base import (
     BOOL_FIELDS,
-    DELETED,
     DENSE,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
@@ -57,9 +53,11 @@ from mempald.store.base import (
     StoredPoint,
     StoreError,
 )
+from mempald.store.server_access import describe, is_transient, open_client, parse_url, read_api_key, scrub
+from mempald.store.server_models import HIT_PAYLOAD, build_filter, dense_vector, sparse_vector, to_hits, to_stored
 
 if TYPE_CHECKING:
-    from mempald.config import Settings, StoreSettings
+    from mempald.config import Settings
 
 log = logs.get("store.server")
 
@@ -73,163 +71,9 @@ MAX_RETRY_AFTER_S = 10.0
 
 # qdrant-client's local mode accepts payload indexes but ignores them, and says so with this warning.
 _LOCAL_INDEX_WARNING = "Payload indexes have no effect in the local Qdrant"
-# qdrant-client warns when an API key goes over plain http; we log our own line instead (see _open_client).
-_INSECURE_KEY_WARNING = "Api key is used with an insecure connection"
-
-
-# url parsing -----------------------------------------------------------------------------------------------
-def parse_url(url: str) -> tuple[str, str]:
-    """Split ``store.url`` into a mode and its argument: ``("remote", url)``, ``("memory", "")`` or
-    ``("path", "/dir")``. Credentials inside the URL are refused (they would end up in logs)."""
-    url = url.strip()
-    if url == ":memory:":
-        return "memory", ""
-    if url.startswith("path:"):
-        path = url[len("path:"):]
-        if not path:
-            raise StoreError("store.url: `path:` needs a folder, for example path:/var/lib/mempal/qdrant")
-        return "path", str(Path(path).expanduser())
-    if url.startswith(("http://", "https://")):
-        parts = urlsplit(url)
-        if not parts.hostname:
-            raise StoreError("store.url: no host in the server URL (expected http(s)://host:6333)")
-        if parts.username or parts.password:
-            raise StoreError(
-                "store.url: credentials in the URL are not accepted; put the API key in the environment variable "
-                "named by store.api_key_env or in store.api_key_file"
-            )
-        if parts.query or parts.fragment:
-            raise StoreError("store.url: a server URL takes no query string or fragment")
-        return "remote", url.rstrip("/")
-    raise StoreError("store.url: expected http(s)://host:port, path:/dir or :memory:")
-
-
-def read_api_key(settings: StoreSettings, env: Mapping[str, str] | None = None) -> str | None:
-    """The API key from the environment variable named by ``api_key_env`` (first) or ``api_key_file``.
-
-    Errors name the variable or the file, never the key.
-    """
-    env = os.environ if env is None else env
-    if settings.api_key_env:
-        value = env.get(settings.api_key_env, "").strip()
-        if value:
-            return value
-    if not settings.api_key_file:
-        return None
-    path = Path(settings.api_key_file).expanduser()
-    try:
-        value = path.read_text(encoding="utf-8").strip()
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise StoreError(f"store.api_key_file: cannot read {path}: {exc.strerror or type(exc).__name__}") from None
-    except UnicodeDecodeError:
-        raise StoreError(f"store.api_key_file: {path} is not a UTF-8 text file") from None
-    if not value:
-        raise StoreError(f"store.api_key_file: {path} is empty")
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        log.warning("store.api_key_file_open", path=str(path), hint=f"chmod 600 {path}")
-    return value
-
-
-# errors ------------------------------------------------------------------------------------------------------
-def _transient(exc: BaseException) -> bool:
-    """Worth retrying: the server was unreachable, slow, overloaded or restarting."""
-    if isinstance(exc, ResourceExhaustedResponse):
-        return True
-    if isinstance(exc, UnexpectedResponse):
-        code = exc.status_code or 0
-        return code == 429 or code >= 500
-    if isinstance(exc, ResponseHandlingException):
-        return isinstance(exc.source, (httpx.TransportError, OSError))
-    return isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError))
-
-
-def _describe(exc: BaseException) -> str:
-    """A short, readable cause: 'connection refused', 'timed out', 'HTTP 503 (Service Unavailable)'..."""
-    if isinstance(exc, ResponseHandlingException):
-        exc = exc.source
-    if isinstance(exc, UnexpectedResponse):
-        detail = ""
-        try:
-            body = exc.structured()
-            detail = str(body.get("status", {}).get("error", "")) if isinstance(body, dict) else ""
-        except Exception:
-            detail = ""
-        head = f"HTTP {exc.status_code} ({exc.reason_phrase})"
-        return f"{head}: {detail}" if detail else head
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    if isinstance(exc, KeyError):  # local mode's answer to an unknown point id
-        return f"no point with id {exc.args[0] if exc.args else '?'}"
-    if isinstance(exc, httpx.ConnectError):
-        text = str(exc)
-        return "connection refused" if "refused" in text.lower() else f"cannot connect ({text})"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-# filters and conversions ------------------------------------------------------------------------------------
-def build_filter(f: Filters) -> models.Filter | None:
-    """The same conditions as the embedded store's ``build_filter``, in qdrant-client's models."""
-    must: list[models.Condition] = []
-    must_not: list[models.Condition] = []
-    for key, values in f.keyword_conditions():
-        match: models.MatchValue | models.MatchAny = (
-            models.MatchValue(value=values[0]) if len(values) == 1 else models.MatchAny(any=list(values))
-        )
-        must.append(models.FieldCondition(key=key, match=match))
-    if f.since is not None or f.until is not None:
-        must.append(models.FieldCondition(key="ts", range=models.Range(gte=f.since, lte=f.until)))
-    if f.position_min is not None or f.position_max is not None:
-        must.append(models.FieldCondition(key="position", range=models.Range(gte=f.position_min, lte=f.position_max)))
-    if f.min_importance is not None:
-        must.append(models.FieldCondition(key="importance", range=models.Range(gte=f.min_importance)))
-    # Soft delete is the keyword ``status`` (see base.py), the same condition as the embedded store.
-    deleted = models.FieldCondition(key="status", match=models.MatchValue(value=DELETED))
-    if f.only_deleted:
-        must.append(deleted)
-    elif not f.include_deleted:
-        must_not.append(deleted)
-    if f.missing_dense:
-        must_not.append(models.HasVectorCondition(has_vector=DENSE))
-    if f.ids:
-        must.append(models.HasIdCondition(has_id=list(f.ids)))
-    should: list[models.Condition] = [sub for sub in (build_filter(a) for a in f.any_of) if sub is not None]
-    if not must and not must_not and not should:
-        return None
-    return models.Filter(must=must or None, must_not=must_not or None, should=should or None)
-
-
-def _sparse(v: SparseVec) -> models.SparseVector:
-    return models.SparseVector(indices=list(v.indices), values=[float(x) for x in v.values])
-
-
-def _dense(v: Sequence[float]) -> list[float]:
-    return [float(x) for x in v]
-
-
-def _to_stored(rec: models.Record, with_vectors: bool) -> StoredPoint:
-    dense: list[float] | None = None
-    sparse: SparseVec | None = None
-    if with_vectors and isinstance(rec.vector, dict):
-        d = rec.vector.get(DENSE)
-        if isinstance(d, list) and (not d or not isinstance(d[0], list)):
-            dense = [float(x) for x in d]  # type: ignore[arg-type]
-        s = rec.vector.get(SPARSE)
-        if isinstance(s, models.SparseVector):
-            sparse = SparseVec(tuple(int(i) for i in s.indices), tuple(float(x) for x in s.values))
-    return StoredPoint(str(rec.id), dict(rec.payload or {}), dense, sparse)
-
-
-def _hits(points: Sequence[models.ScoredPoint]) -> list[Hit]:
-    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
 # the store ---------------------------------------------------------------------------------------------------
-# Search hits do not carry a drawer's indexing context (see edge.py).
-_HIT_PAYLOAD = models.PayloadSelectorExclude(exclude=["context"])
-
-
 class ServerStore:
     """The ``Store`` protocol over qdrant-client. See the module docstring for the choices made."""
 
@@ -265,7 +109,7 @@ class ServerStore:
         self._shard_number = shard_number
         self._replication_factor = replication_factor
         self._closed = False
-        self._client = self._open_client(mode, arg)
+        self._client = open_client(mode, arg, location=self.location, api_key=self._secret, timeout=self._timeout)
         try:
             self._ensure_collection()
             self._ensure_meta_collection()
@@ -286,49 +130,8 @@ class ServerStore:
         return f"ServerStore({self.location!r})"
 
     # plumbing ----------------------------------------------------------------------------------------------
-    def _open_client(self, mode: str, arg: str) -> QdrantClient:
-        try:
-            if mode == "memory":
-                return QdrantClient(location=":memory:")
-            if mode == "path":
-                Path(arg).mkdir(parents=True, exist_ok=True)
-                self._check_folder_free(Path(arg))
-                return QdrantClient(path=arg)
-            host = urlsplit(arg).hostname or ""
-            if self._secret and arg.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
-                log.warning("store.insecure_api_key", location=self.location,
-                            hint="the API key is sent over plain http: use an https:// store.url")
-            with warnings.catch_warnings():
-                # Replaced by the log line above (which also spares loopback hosts).
-                warnings.filterwarnings("ignore", message=_INSECURE_KEY_WARNING, category=UserWarning)
-                # check_compatibility=False: the version probe runs in a thread and reports by warning, which
-                # we could neither catch nor log; the first real call reports an unreachable server instead.
-                return QdrantClient(url=arg, api_key=self._secret, timeout=self._timeout, check_compatibility=False)
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise StoreError(self._scrub(f"cannot open {self.location}: {_describe(exc)}")) from None
-
-    def _check_folder_free(self, folder: Path) -> None:
-        """Refuse a ``path:`` folder another client holds, before qdrant-client tries: on that failure it
-        leaks the lock file handle (and the collections it already loaded)."""
-        import portalocker  # a qdrant-client dependency; it probes writable dirs on import, so import it late
-
-        lock = folder / ".lock"
-        if not lock.exists():
-            return
-        with lock.open("r+") as fh:
-            try:
-                portalocker.lock(fh, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
-            except portalocker.exceptions.LockException:
-                raise StoreError(
-                    f"cannot open {self.location}: the folder is in use by another process or store (a running "
-                    "daemon?). A path: store has one user at a time; use a Qdrant server to share a collection"
-                ) from None
-            portalocker.unlock(fh)
-
     def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        return scrub(text, self._secret)
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one client call, retrying transient failures with exponential backoff, then ``StoreError``."""
@@ -339,20 +142,20 @@ class ServerStore:
             try:
                 return fn()
             except Exception as exc:
-                transient = _transient(exc)
+                transient = is_transient(exc)
                 if not transient or attempt == self._attempts:
                     raise StoreError(self._scrub(self._message(what, exc, attempt, transient))) from None
                 wait = delay
                 if isinstance(exc, ResourceExhaustedResponse):
                     wait = max(delay, min(float(exc.retry_after_s), MAX_RETRY_AFTER_S))
                 log.info("store.retry", what=what, location=self.location, attempt=attempt,
-                         error=self._scrub(_describe(exc)), wait_s=round(wait, 2))
+                         error=self._scrub(describe(exc)), wait_s=round(wait, 2))
                 time.sleep(wait)
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _message(self, what: str, exc: BaseException, attempts: int, transient: bool) -> str:
-        cause = _describe(exc)
+        cause = describe(exc)
         if not transient:
             return f"{what} failed on {self.location}: {cause}"
         tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
@@ -446,9 +249,9 @@ class ServerStore:
             return
         structs = []
         for p in points:
-            vec: dict[str, Any] = {SPARSE: _sparse(p.sparse)}
+            vec: dict[str, Any] = {SPARSE: sparse_vector(p.sparse)}
             if p.dense is not None:
-                vec[DENSE] = _dense(p.dense)
+                vec[DENSE] = dense_vector(p.dense)
             structs.append(models.PointStruct(id=p.id, vector=vec, payload=dict(p.payload)))
         self._call("upsert", lambda: self._client.upsert(self.collection, points=structs, wait=True,
                                                           timeout=self._timeout))
@@ -456,7 +259,7 @@ class ServerStore:
     def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
         if not vectors:
             return
-        pv = [models.PointVectors(id=pid, vector={DENSE: _dense(v)}) for pid, v in vectors]
+        pv = [models.PointVectors(id=pid, vector={DENSE: dense_vector(v)}) for pid, v in vectors]
         self._call("set dense vectors", lambda: self._client.update_vectors(self.collection, points=pv, wait=True,
                                                                              timeout=self._timeout))
 
@@ -490,7 +293,7 @@ class ServerStore:
         id_list: list[models.ExtendedPointId] = list(ids)
         recs = self._call("retrieve", lambda: self._client.retrieve(
             self.collection, ids=id_list, with_payload=True, with_vectors=with_vectors, timeout=self._timeout))
-        return [_to_stored(r, with_vectors) for r in recs]
+        return [to_stored(r, with_vectors) for r in recs]
 
     def query(
         self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
@@ -499,16 +302,16 @@ class ServerStore:
         flt = build_filter(filters)
         reqs: list[models.QueryRequest] = []
         if dense is not None:
-            reqs.append(models.QueryRequest(query=_dense(dense), using=DENSE, filter=flt, limit=limit,
-                                            with_payload=_HIT_PAYLOAD))
+            reqs.append(models.QueryRequest(query=dense_vector(dense), using=DENSE, filter=flt, limit=limit,
+                                            with_payload=HIT_PAYLOAD))
         if sparse is not None and sparse.indices:
-            reqs.append(models.QueryRequest(query=_sparse(sparse), using=SPARSE, filter=flt, limit=limit,
-                                            with_payload=_HIT_PAYLOAD))
+            reqs.append(models.QueryRequest(query=sparse_vector(sparse), using=SPARSE, filter=flt, limit=limit,
+                                            with_payload=HIT_PAYLOAD))
         if not reqs:
             return [], []
         results = self._call("search", lambda: self._client.query_batch_points(self.collection, requests=reqs,
                                                                                timeout=self._timeout))
-        lists = [_hits(r.points) for r in results]
+        lists = [to_hits(r.points) for r in results]
         dense_hits = lists.pop(0) if dense is not None else []
         sparse_hits = lists.pop(0) if lists else []
         return dense_hits, sparse_hits
@@ -532,9 +335,9 @@ class ServerStore:
         cand = max(limit, candidates if candidates is not None else 100)
         prefetch: list[models.Prefetch] = []
         if dense is not None:
-            prefetch.append(models.Prefetch(query=_dense(dense), using=DENSE, filter=flt, limit=cand))
+            prefetch.append(models.Prefetch(query=dense_vector(dense), using=DENSE, filter=flt, limit=cand))
         if sparse is not None and sparse.indices:
-            prefetch.append(models.Prefetch(query=_sparse(sparse), using=SPARSE, filter=flt, limit=cand))
+            prefetch.append(models.Prefetch(query=sparse_vector(sparse), using=SPARSE, filter=flt, limit=cand))
         if not prefetch:
             return []
         if len(prefetch) == 1:
@@ -547,7 +350,7 @@ class ServerStore:
             resp = self._call("search", lambda: self._client.query_points(
                 self.collection, prefetch=prefetch, query=fusion, query_filter=flt, limit=limit, with_payload=True,
                 timeout=self._timeout))
-        return _hits(resp.points)
+        return to_hits(resp.points)
 
     def scroll(
         self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
@@ -556,7 +359,7 @@ class ServerStore:
         recs, nxt = self._call("scroll", lambda: self._client.scroll(
             self.collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True,
             with_vectors=with_vectors, timeout=self._timeout))
-        return [_to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
+        return [to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
 
     def count(self, filters: Filters) -> int:
         flt = build_filter(filters)
@@ -601,4 +404,4 @@ class ServerStore:
         try:
             self._client.close()
         except Exception as exc:
-            log.warning("store.close_failed", location=self.location, error=self._scrub(_describe(exc)))
+            log.warning("store.close_failed", location=self.location, error=self._scrub(describe(exc)))

@@ -17,9 +17,9 @@ from structlog.testing import capture_logs
 
 from mempald.config import StoreSettings, parse_settings
 from mempald.embed.sparse import Bm25Encoder
-from mempald.store import server as server_mod
 from mempald.store.base import DELETED, LIVE, Filters, PointData, StoreError
-from mempald.store.server import ServerStore, parse_url, read_api_key
+from mempald.store.server import ServerStore
+from mempald.store.server_access import is_transient, parse_url, read_api_key
 
 DIM = 8
 KEY = "qk-Sup3r-S3cret-Value-0123456789"
@@ -336,7 +336,7 @@ def test_points_counts_every_point() -> None:
 
 
 def test_transient_classification() -> None:
-    t = server_mod._transient
+    t = is_transient
     assert t(ResponseHandlingException(httpx.ConnectError("refused")))
     assert t(ResponseHandlingException(httpx.ReadTimeout("slow")))
     assert t(UnexpectedResponse(502, "Bad Gateway", b"", httpx.Headers()))
