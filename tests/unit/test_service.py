@@ -12,18 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from mempald.runtime import service
+from mempald.runtime import service, service_files
 from mempald.runtime.service import (
-    LAUNCHD_LABEL,
-    UNIT_NAME,
     install_service,
     plist_path,
-    render_launchd_plist,
-    render_systemd_unit,
     resolve_executable,
     uninstall_service,
     unit_path,
 )
+from mempald.runtime.service_files import LAUNCHD_LABEL, UNIT_NAME, render_launchd_plist, render_systemd_unit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,11 +88,11 @@ def _files_under(*roots: Path) -> list[Path]:
 
 
 def test_repo_templates_match_the_module() -> None:
-    # The wheel does not ship systemd/ and launchd/, so service.py carries the templates; the
+    # The wheel does not ship systemd/ and launchd/, so service_files.py carries the templates; the
     # repository copies must not drift from them.
-    assert (REPO / "systemd" / "mempald.service").read_text() == service.SYSTEMD_TEMPLATE
+    assert (REPO / "systemd" / "mempald.service").read_text() == service_files.SYSTEMD_TEMPLATE
     plist_file = REPO / "launchd" / f"{LAUNCHD_LABEL}.plist"
-    assert plist_file.read_bytes() == service.LAUNCHD_TEMPLATE
+    assert plist_file.read_bytes() == service_files.LAUNCHD_TEMPLATE
     assert plistlib.loads(plist_file.read_bytes())["ProgramArguments"] == ["@EXEC@", "run"]
 
 
