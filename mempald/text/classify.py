@@ -9,7 +9,9 @@ Three labellers live here:
 * ``room_for_path``: the room of a file in a code or notes repository, from its deepest recognised folder.
 
 ``importance`` gives a deterministic 0-5 weight from the memory type, length and emphasis words.
-Everything is deterministic: same text, same answer, on every machine.
+Everything is deterministic: same text, same answer, on every machine. The tables are data modules of their
+own: ``memory_markers`` (the memory types and their markers) and ``room_tables`` (the room keywords and the
+folder -> room table); the names above re-export them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,23 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-MEMORY_TYPES: tuple[str, ...] = ("decision", "preference", "milestone", "problem", "emotional")
+from mempald.text.memory_markers import MARKERS, MEMORY_TYPES
+from mempald.text.room_tables import CONVO_ROOMS, DEFAULT_ROOM_KEYWORDS, FALLBACK_ROOM, FOLDER_ROOMS
+
+__all__ = [
+    "CONVO_ROOMS",
+    "DEFAULT_ROOM_KEYWORDS",
+    "FALLBACK_ROOM",
+    "FOLDER_ROOMS",
+    "MEMORY_TYPES",
+    "classify_memory",
+    "classify_room",
+    "importance",
+    "memory_scores",
+    "room_for_path",
+    "room_scores",
+    "strip_code",
+]
 
 # ---------------------------------------------------------------------------------------------------------
 # Code stripping
@@ -63,125 +81,6 @@ def strip_code(text: str) -> str:
 # The general extractor
 # ---------------------------------------------------------------------------------------------------------
 
-# (pattern, weight). Patterns are matched against lower-cased prose and never start inside a word; each
-# marker counts once per text, so a long exchange that says "error" twenty times is not twenty times more
-# of a problem.
-_MARKERS: dict[str, list[tuple[str, float]]] = {
-    "decision": [
-        (r"\bwe(?: have|'ve)? decided\b", 3.0),
-        (r"\bdecided (?:to|on|against|that)\b", 2.5),
-        (r"\bthe decision (?:is|was)\b", 2.5),
-        (r"\blet'?s go with\b", 2.5),
-        (r"\b(?:went|going) with\b", 2.0),
-        (r"\bcho(?:se|sen) \w+(?: \w+)? over\b", 3.0),
-        (r"\b(?:chose|chosen)\b", 1.5),
-        (r"\bopted (?:for|to|against)\b", 2.5),
-        (r"\bsettled on\b", 2.5),
-        (r"\bstick(?:ing)? with\b", 2.0),
-        (r"\binstead of\b", 1.5),
-        (r"\brather than\b", 1.5),
-        (r"\bin favou?r of\b", 2.0),
-        (r"\bthe plan is\b", 2.0),
-        (r"\bwe(?:'ll| will) (?:use|go|keep)\b", 1.5),
-        (r"\blet'?s (?:use|keep|switch|do)\b", 1.5),
-        (r"\bswitch(?:ed|ing)? (?:to|from|over)\b", 1.5),
-        (r"\bmigrat(?:e|ed|ing) (?:to|from|away)\b", 1.5),
-        (r"\btrade-?offs?\b", 1.5),
-        (r"\bpros and cons\b", 1.0),
-        (r"\bagreed (?:to|on|that)\b", 2.0),
-        (r"\bgoing forward\b", 1.5),
-        (r"\b(?:architecture )?decision record\b|\badr-?\d+\b", 2.0),
-        (r"\bbecause\b", 0.5),
-    ],
-    "preference": [
-        (r"\b(?:i|we) (?:really |strongly |generally )?prefer\b", 3.0),
-        (r"\bprefer(?:red|ably|ence)?\b", 1.0),
-        (r"\balways use\b", 3.0),
-        (r"\bnever use\b", 3.0),
-        (r"\b(?:always|never) (?:do|write|put|add|run|commit|call|name)\b", 2.0),
-        (r"\b(?:i|we) (?:really )?(?:like|dislike|hate|can'?t stand)\b", 2.0),
-        (r"\b(?:don'?t|do not) (?:ever )?use\b", 2.0),
-        (r"\bavoid (?:using )?\w+", 1.0),
-        (r"\bplease (?:always|never|don'?t|do not)\b", 2.5),
-        (r"\bmy (?:preference|style|convention|rule)\b", 2.5),
-        (r"\b(?:our|the) convention is\b", 2.5),
-        (r"\bi want (?:you|it) to (?:always|never)\b", 2.5),
-        (r"\bfrom now on\b", 2.0),
-        (r"\bi(?:'d| would) rather\b", 2.0),
-        (r"\bstyle guide\b", 1.5),
-        (r"\bfavou?rite\b", 1.5),
-        (r"\bmake sure (?:to|you|it)\b", 1.0),
-        (r"\bby default\b", 0.5),
-    ],
-    "milestone": [
-        (r"\bshipped\b", 3.0),
-        (r"\breleased\b", 2.5),
-        (r"\brelease[sd]? v?\d+\.\d+", 3.0),
-        (r"\bv\d+\.\d+(?:\.\d+)?\b", 1.5),
-        (r"\bfinally (?:works?|working|worked|passes|passing|green|done|fixed|running)\b", 3.0),
-        (r"\b(?:it|everything) works(?: now)?\b|\bworks now\b|\bnow works\b", 2.0),
-        (r"\bmerged\b", 2.0),
-        (r"\bdeployed\b", 2.5),
-        (r"\blaunched\b", 2.5),
-        (r"\bwent live\b|\bis (?:now )?live\b", 2.5),
-        (r"\bbreakthrough\b", 3.0),
-        (r"\bmilestone\b", 2.0),
-        (r"\bcompleted\b", 1.5),
-        (r"\ball (?:the )?tests (?:pass|passing|green)\b", 2.5),
-        (r"\bfirst (?:working|successful)\b", 2.5),
-        (r"\bgot it working\b|\bnailed it\b", 2.5),
-        (r"\bup and running\b", 2.0),
-        (r"\bpublished\b", 2.0),
-        (r"\bcut (?:a|the) release\b", 3.0),
-    ],
-    "problem": [
-        (r"\bbugs?\b", 1.5),
-        (r"\berrors?\b", 1.5),
-        (r"\bexceptions?\b", 1.0),
-        (r"\bfail(?:s|ed|ing|ure|ures)?\b", 1.5),
-        (r"\bcrash(?:es|ed|ing)?\b", 2.0),
-        (r"\bbroken\b|\bbroke\b", 2.0),
-        (r"\btraceback\b", 2.5),
-        (r"\bstack ?trace\b", 2.0),
-        (r"\b(?:does|did)(?:n'?t| not) work\b|\bis(?:n'?t| not) working\b|\bnot working\b", 2.5),
-        (r"\bkeeps? (?:failing|crashing|breaking|timing out)\b", 3.0),
-        (r"\broot cause\b", 3.0),
-        (r"\bthe fix (?:was|is)\b", 3.0),
-        (r"\bfixed\b", 1.5),
-        (r"\bregression\b", 2.0),
-        (r"\bsegfault\b|\bsegmentation fault\b", 2.5),
-        (r"\bdeadlock\b|\brace condition\b|\bhangs\b", 2.0),
-        (r"\bmemory leak\b", 2.5),
-        (r"\btim(?:es|ed|ing) out\b|\btimeout\b", 1.0),
-        (r"\bworkaround\b", 2.0),
-        (r"\bproblem\b", 1.5),
-        (r"\bissue\b", 1.0),
-        (r"\bunexpected(?:ly)?\b", 1.0),
-        (r"\b(?:type|value|key|attribute|import|runtime|index|name|os|permission|filenotfound|syntax)error\b", 2.0),
-    ],
-    "emotional": [
-        (r"\bfrustrat(?:ed|ing|ion)\b", 3.0),
-        (r"\b(?:i|we) (?:really |just )?love\b(?! to\b)|\blove (?:this|it|that|you)\b|\bloved\b", 2.5),
-        (r"\bworried\b|\bworrying\b|\banxious\b", 2.5),
-        (r"\bexcited\b|\bexciting\b", 2.5),
-        (r"\bthank you so much\b|\bthanks so much\b|\bthank you!", 3.0),
-        (r"\bgrateful\b|\bthankful\b", 3.0),
-        (r"\bproud\b", 2.5),
-        (r"\bscared\b|\bafraid\b|\bterrified\b", 2.5),
-        (r"\bhappy\b(?! to\b)|\bdelighted\b|\bthrilled\b", 2.0),
-        (r"\bsad\b|\bupset\b|\bdisappointed\b|\bheartbroken\b", 2.5),
-        (r"\bangry\b|\bannoyed\b|\bfurious\b|\bfed up\b", 2.5),
-        (r"\boverwhelmed\b|\bexhausted\b|\bstressed\b|\bburn(?:ed|t) out\b", 2.5),
-        (r"\brelieved\b|\brelief\b", 2.0),
-        (r"\bamazing\b|\bawesome\b|\bwow\b", 1.5),
-        (r"\bi feel\b|\bi'?m feeling\b", 1.5),
-        (r"\bugh+\b|\bargh+\b", 2.0),
-        (r"\byou(?:'re| are) the best\b", 2.5),
-        (r"\bhate (?:this|it)\b", 1.5),
-        (r"!{2,}", 1.0),
-        (r"[❤♥😀😂😊😍😭😤😡🎉🙏🥳]", 1.5),
-    ],
-}
 
 
 def _is_word(c: str) -> bool:
@@ -209,7 +108,7 @@ def _found(rx: re.Pattern[str], text: str) -> bool:
 
 
 _COMPILED: dict[str, list[tuple[re.Pattern[str], float]]] = {
-    t: [(_fast(p), w) for p, w in marks] for t, marks in _MARKERS.items()
+    t: [(_fast(p), w) for p, w in marks] for t, marks in MARKERS.items()
 }
 
 # A weight total of _SATURATION gives confidence 1 - 1/e (about 0.63): one strong marker alone passes the
@@ -294,36 +193,6 @@ def importance(text: str, memory_type: str | None) -> int:
 # Conversation rooms
 # ---------------------------------------------------------------------------------------------------------
 
-FALLBACK_ROOM = "general"  # where a text goes when no room scores; in every wing, so never a tunnel
-CONVO_ROOMS: tuple[str, ...] = ("technical", "architecture", "planning", "decisions", "problems", FALLBACK_ROOM)
-
-# The taxonomy: room -> keywords. A plain dict of lists so a user's config can replace or extend it.
-# "general" has no keywords: it is where a text goes when nothing else scores.
-DEFAULT_ROOM_KEYWORDS: dict[str, list[str]] = {
-    "technical": [
-        "code", "python", "javascript", "typescript", "rust", "function", "class", "method", "api", "deploy",
-        "database", "query", "sql", "compile", "library", "package", "install", "docker", "endpoint", "script",
-        "regex", "git", "commit", "test", "variable", "import", "config", "cli", "json",
-    ],
-    "architecture": [
-        "architecture", "design", "pattern", "schema", "structure", "module", "component", "interface",
-        "abstraction", "layer", "microservice", "monolith", "dependency", "coupling", "refactor", "diagram",
-        "data model", "protocol", "boundary", "separation of concerns",
-    ],
-    "planning": [
-        "plan", "roadmap", "milestone", "sprint", "deadline", "priority", "backlog", "timeline", "schedule",
-        "estimate", "next step", "todo", "scope", "goal", "phase", "release plan", "mvp",
-    ],
-    "decisions": [
-        "decided", "decide", "decision", "chose", "choose", "switched", "trade-off", "tradeoff", "went with",
-        "instead of", "opted", "settled on", "alternative", "pros and cons", "rather than", "go with",
-    ],
-    "problems": [
-        "problem", "issue", "broken", "fix", "fixed", "solved", "crash", "failing", "failure", "workaround",
-        "root cause", "regression", "stuck", "doesn't work", "bug", "error",
-    ],
-    "general": [],
-}
 
 _MAX_PER_KEYWORD = 3
 
@@ -395,66 +264,6 @@ def classify_room(text: str, keywords: Mapping[str, Sequence[str]] | None = None
 # Folder rooms (projects mode)
 # ---------------------------------------------------------------------------------------------------------
 
-# Folder name (or a short path of folder names) -> room. Matching is case-insensitive on whole path
-# segments; a name like "web-ui" also matches through its parts ("web", "ui").
-FOLDER_ROOMS: dict[str, str] = {
-    # frontend
-    "frontend": "frontend", "front-end": "frontend", "client": "frontend", "ui": "frontend", "web": "frontend",
-    "webapp": "frontend", "components": "frontend", "src/components": "frontend", "pages": "frontend",
-    "views": "frontend", "templates": "frontend", "static": "frontend", "public": "frontend",
-    "styles": "frontend", "css": "frontend", "scss": "frontend", "layouts": "frontend", "widgets": "frontend",
-    "assets": "frontend",
-    # backend
-    "backend": "backend", "back-end": "backend", "server": "backend", "api": "backend", "services": "backend",
-    "handlers": "backend", "controllers": "backend", "routes": "backend", "models": "backend",
-    "middleware": "backend", "migrations": "backend", "graphql": "backend", "rpc": "backend",
-    "workers": "backend", "src/server": "backend", "src/api": "backend",
-    # documentation
-    "docs": "documentation", "doc": "documentation", "documentation": "documentation", "wiki": "documentation",
-    "guides": "documentation", "guide": "documentation", "manual": "documentation", "handbook": "documentation",
-    "adr": "documentation", "adrs": "documentation", "rfc": "documentation", "rfcs": "documentation",
-    "tutorials": "documentation",
-    # testing
-    "tests": "testing", "test": "testing", "testing": "testing", "spec": "testing", "specs": "testing",
-    "__tests__": "testing", "e2e": "testing", "qa": "testing", "fixtures": "testing", "cypress": "testing",
-    "playwright": "testing", "bench": "testing", "benchmarks": "testing", "tests/unit": "testing",
-    "tests/integration": "testing",
-    # planning
-    "planning": "planning", "roadmap": "planning", "strategy": "planning", "plans": "planning",
-    "milestones": "planning", "backlog": "planning", "okrs": "planning", "proposals": "planning",
-    # configuration
-    "config": "configuration", "configs": "configuration", "configuration": "configuration",
-    "settings": "configuration", "conf": "configuration", ".github": "configuration",
-    ".github/workflows": "configuration", ".circleci": "configuration", ".gitlab": "configuration",
-    ".devcontainer": "configuration", ".husky": "configuration",
-    # scripts
-    "scripts": "scripts", "bin": "scripts", "tools": "scripts", "utils": "scripts", "util": "scripts",
-    "tooling": "scripts", "tasks": "scripts", "hack": "scripts", "devtools": "scripts",
-    # design
-    "design": "design", "designs": "design", "figma": "design", "mockups": "design", "wireframes": "design",
-    "sketches": "design", "ux": "design", "branding": "design", "icons": "design",
-    # meetings
-    "meetings": "meetings", "meeting-notes": "meetings", "minutes": "meetings", "standup": "meetings",
-    "standups": "meetings", "retro": "meetings", "retros": "meetings", "retrospectives": "meetings",
-    "agendas": "meetings", "1on1": "meetings", "one-on-ones": "meetings",
-    # costs
-    "costs": "costs", "budget": "costs", "budgets": "costs", "invoices": "costs", "pricing": "costs",
-    "billing": "costs", "finance": "costs", "expenses": "costs",
-    # infrastructure
-    "infra": "infrastructure", "infrastructure": "infrastructure", "terraform": "infrastructure",
-    "k8s": "infrastructure", "kubernetes": "infrastructure", "helm": "infrastructure",
-    "charts": "infrastructure", "deploy": "infrastructure", "deployment": "infrastructure",
-    "deployments": "infrastructure", "ansible": "infrastructure", "docker": "infrastructure",
-    "ops": "infrastructure", "devops": "infrastructure", "pulumi": "infrastructure",
-    "cloudformation": "infrastructure", "nginx": "infrastructure",
-    # data
-    "data": "data", "datasets": "data", "dataset": "data", "db": "data", "sql": "data", "seeds": "data",
-    "dumps": "data", "etl": "data", "pipelines": "data", "schemas": "data",
-    # research
-    "research": "research", "notebooks": "research", "experiments": "research", "papers": "research",
-    "analysis": "research", "literature": "research", "prototypes": "research", "spikes": "research",
-    "poc": "research", "explorations": "research",
-}
 
 _NAME_PARTS = re.compile(r"[-_. ]+")
 
