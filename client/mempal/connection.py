@@ -1,30 +1,74 @@
-"""A small blocking socket client for the daemon (stdlib only, short timeouts)."""
+"""A small blocking socket client for the daemon (stdlib only, short timeouts).
+
+``Connection()`` finds this client's daemon (``mempal.paths.locate``) and, once connected, checks that it is the
+right one: the process on the socket must run as this user, and must serve this client's data directory (the
+daemon that wrote the data directory's pointer, told by the socket's peer pid at no cost; otherwise asked with
+``ping {identify: true}``). A wrong one is refused with a plain message (``WrongDaemon``); nothing answering
+gives ``DaemonUnavailable`` with the socket path that was tried. ``Connection(path)`` talks to the socket given,
+without the data-directory check (the caller chose it).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import socket
+import struct
+import sys
 from pathlib import Path
 from typing import Any
 
-from mempal.paths import socket_path
+from mempal.paths import Located, locate
 from mempal.protocol import DEFAULT_MAX_LINE, RpcError, decode_response, encode_request
 
 _ids = itertools.count(1)
 
 
 class DaemonUnavailable(Exception):
-    """The daemon is not running (no socket, or nothing answers on it)."""
+    """The daemon is not running (no socket, or nothing answers on it), or the one answering is not ours."""
 
 
-START_HINT = "mempald is not running; start it with `mempald` (or `mempald install-service` to run it at login)"
+class WrongDaemon(DaemonUnavailable):
+    """Something answers on the socket, but it is not this user's daemon for this data directory."""
+
+
+START = "start it with `mempald` (or `mempald install-service` to run it at login)"
+
+
+def not_running(path: Path) -> str:
+    """The one-line message for a socket nobody answers on (it names the socket tried)."""
+    return f"mempald is not running (nothing answers on {path}); {START}"
+
+
+def peer_ids(sock: socket.socket) -> tuple[int | None, int | None]:
+    """(uid, pid) of the process on the other end of a connected Unix socket, None where the OS cannot say."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                 struct.calcsize("3i")))
+            return int(uid), int(pid)
+        if sys.platform == "darwin":  # LOCAL_PEERCRED (struct xucred: version, uid, ...) and LOCAL_PEERPID
+            uid = int(struct.unpack_from("I", sock.getsockopt(0, 0x001, 76), 4)[0])
+            return uid, int(struct.unpack("i", sock.getsockopt(0, 0x002, 4))[0])
+    except (OSError, struct.error):
+        pass
+    return None, None
+
+
+def _same_dir(a: str | Path, b: str | Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 class Connection:
     """One connection to the daemon; several calls may share it."""
 
     def __init__(self, path: Path | None = None, timeout: float = 30.0) -> None:
-        self.path = path or socket_path()
+        self.located: Located | None = None
+        if path is None:
+            self.located = locate()
+            path = self.located.socket
+        self.path = path
         self.timeout = timeout
         self._sock: socket.socket | None = None
         self._buf = b""
@@ -41,13 +85,45 @@ class Connection:
         sock.settimeout(self.timeout)
         try:
             sock.connect(str(self.path))
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
+        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
             sock.close()
-            raise DaemonUnavailable(START_HINT) from exc
+            raise DaemonUnavailable(not_running(self.path)) from exc
         except OSError as exc:
             sock.close()
             raise DaemonUnavailable(f"cannot reach mempald at {self.path}: {exc}") from exc
         self._sock = sock
+        self._buf = b""
+        try:
+            self._check(sock)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check(self, sock: socket.socket) -> None:
+        """Refuse a daemon of another user, or (when this connection found its own) of another data dir."""
+        uid, pid = peer_ids(sock)
+        if uid is not None and uid != os.getuid():
+            raise WrongDaemon(f"the process answering on {self.path} runs as uid {uid}, not as this user "
+                              f"(uid {os.getuid()}): refusing to talk to it")
+        here = self.located
+        if here is None or (here.pointer is not None and pid is not None and pid == here.pointer.pid):
+            return
+        try:
+            who = self.call("ping", {"identify": True})
+        except RpcError:
+            return  # a daemon from before identities: it cannot say, so it is taken at its word
+        theirs = who.get("data_dir") if isinstance(who, dict) else None
+        if isinstance(theirs, str) and not _same_dir(theirs, here.data_dir):
+            raise WrongDaemon(
+                f"the mempald answering on {self.path} (pid {who.get('pid')}) serves {theirs}, not this client's "
+                f"data directory {here.data_dir}: start mempald for {here.data_dir}, or point this client at its "
+                "daemon (MEMPAL_DATA_DIR, or MEMPAL_SOCKET)")
+
+    def set_timeout(self, timeout: float) -> None:
+        """How long the next calls wait (also on an open connection)."""
+        self.timeout = timeout
+        if self._sock is not None:
+            self._sock.settimeout(timeout)
 
     def close(self) -> None:
         if self._sock is not None:
@@ -65,18 +141,25 @@ class Connection:
         except TimeoutError as exc:
             raise RpcError(-32603, f"mempald did not answer {method!r} within {self.timeout:g}s") from exc
         except OSError as exc:
-            raise DaemonUnavailable(f"connection to mempald lost: {exc}") from exc
+            raise DaemonUnavailable(f"connection to mempald at {self.path} lost: {exc}") from exc
         resp = decode_response(line)
         if resp.error is not None:
             raise RpcError(resp.error.code, resp.error.message, resp.error.data)
         return resp.result
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (no reply is read) on this connection, if it is open; never raises."""
+        if self._sock is None:
+            return
+        with contextlib.suppress(OSError):
+            self._sock.sendall(encode_request(None, method, params))
 
     def _read_line(self) -> bytes:
         assert self._sock is not None
         while b"\n" not in self._buf:
             chunk = self._sock.recv(65536)
             if not chunk:
-                raise DaemonUnavailable("mempald closed the connection")
+                raise DaemonUnavailable(f"mempald closed the connection on {self.path}")
             self._buf += chunk
             if len(self._buf) > 64 * DEFAULT_MAX_LINE:
                 raise RpcError(-32600, "reply too large")

@@ -14,8 +14,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from mempal.paths import socket_path
-from mempald import logs
+from mempal.paths import publish_pointer, socket_path, withdraw_pointer
+from mempald import __version__, logs
 from mempald.config import ConfigError, Settings, data_dir, load_settings
 from mempald.embed.embedder import ModelError
 from mempald.errors import MempalError
@@ -72,6 +72,7 @@ async def _main(daemon: Daemon) -> int:
                 return EXIT_NOT_STARTED
             tg.start_soon(_signals, tg.cancel_scope, daemon, notifier)
             daemon.status.ready = True
+            publish_pointer(data_dir(), path, version=__version__)  # where clients of this data dir find us
             notifier.ready(f"serving on {path}")
             log.info("ready", socket=str(path), store=daemon.store.location, model=daemon.embedder.info.model_id,
                      sources=daemon.sources.keys())
@@ -83,6 +84,7 @@ async def _main(daemon: Daemon) -> int:
                 tg.start_soon(_watchdog, notifier, interval)
     finally:
         with anyio.CancelScope(shield=True):
+            withdraw_pointer(data_dir())
             await daemon.events.stop()
             log.info("stopped")
     return EXIT_OK
