@@ -10,10 +10,12 @@ from mempal.api_base import ClientBase
 
 
 class ClientMethods(ClientBase):
-    def ping(self) -> dict[str, Any]:
-        """Is the daemon there? Answers {pong: true}.
+    def ping(self, *, identify: bool | None = None) -> dict[str, Any]:
+        """Is the daemon there? Answers {pong: true}; with identify, also whose daemon it is.
+
+        identify: also answer pid, uid, user and data_dir (clients check they reached their own daemon)
         """
-        return self._invoke("ping", {})
+        return self._invoke("ping", {"identify": identify})
 
     def status(self) -> dict[str, Any]:
         """What the daemon holds and how far behind it is: drawers by wing and room, sources and their backlog, the
@@ -35,11 +37,13 @@ class ClientMethods(ClientBase):
             since: str | float | None = None,
             until: str | float | None = None,
             limit: int | None = None,
+            format: Literal['full', 'index'] | None = None,
             dense_weight: float | None = None,
     ) -> dict[str, Any]:
         """Hybrid (keyword + semantic) search over every memory; every hit cites its drawer and source. Returns
         verbatim excerpts with drawer ids and source paths to cite. Use before asserting project facts and for any
-        'why did we / last time we' question.
+        'why did we / last time we' question. format "index" returns a compact index first (then get the drawers
+        worth reading, timeline for their context). Every answer says how many tokens it holds.
 
         query: what to look for, in English, with the specific names involved
         wing: only this wing (project or source); the names come from status
@@ -52,6 +56,8 @@ class ClientMethods(ClientBase):
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: how many results (default: search.limit in config, 10)
+        format: full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, score, the full drawer's
+            token count), at most about 60 tokens each: fetch the ones you want with get
         dense_weight: weight of the semantic list in the fusion, 0..1 (default from config)
         """
         return self._invoke("search", {
@@ -66,6 +72,7 @@ class ClientMethods(ClientBase):
             "since": since,
             "until": until,
             "limit": limit,
+            "format": format,
             "dense_weight": dense_weight,
         })
 
@@ -646,3 +653,76 @@ class ClientMethods(ClientBase):
         dir: a pack's output folder (default: every pack-mode source's)
         """
         return self._invoke("pack_outputs", {"dir": dir})
+
+    def get(self, drawer_id: str | Sequence[str], *, max_tokens: int | None = None) -> dict[str, Any]:
+        """Whole drawers by id (after an index search): text, metadata and each one's token count. Step 2 of
+        search(format="index") -> get -> timeline: fetch only the drawers the index showed are worth their tokens.
+        Soft-deleted or unknown ids are listed as missing.
+
+        drawer_id: the drawer id(s), at most 50
+        max_tokens: cut each drawer to this many model tokens (0: whole)
+        """
+        return self._invoke("get", {"drawer_id": drawer_id, "max_tokens": max_tokens})
+
+    def timeline(
+            self,
+            drawer_id: str,
+            *,
+            before: int | None = None,
+            after: int | None = None,
+            max_tokens: int | None = None,
+            outline: int | None = None,
+    ) -> dict[str, Any]:
+        """The exchanges around a drawer in its session, and an outline of the session (one title per exchange). Step
+        3: what led to a decision and what came of it. The outline shows where in the session the drawer sits; ask
+        again with another drawer id to move along.
+
+        drawer_id: the drawer to centre on
+        before: exchanges before it
+        after: exchanges after it
+        max_tokens: model tokens for the exchanges in all (the outline comes on top)
+        outline: outline lines at most, centred on the drawer (0: none)
+        """
+        return self._invoke("timeline", {
+            "drawer_id": drawer_id,
+            "before": before,
+            "after": after,
+            "max_tokens": max_tokens,
+            "outline": outline,
+        })
+
+    def file_context(
+            self,
+            path: str,
+            *,
+            cwd: str | None = None,
+            session_id: str | None = None,
+            max_tokens: int | None = None,
+            limit: int | None = None,
+    ) -> dict[str, Any]:
+        """What memory knows about a file: the most recent and most important exchanges whose tool calls touched it
+        (exact path, then the path relative to the project), within a token budget. The PreToolUse hook injects this
+        once per file per session before Read/Edit/Write; call it for a file you are about to change when no hook
+        did.
+
+        path: the file (absolute, or relative to cwd)
+        cwd: the project directory (default: the current one)
+        session_id: the current session (its own exchanges are left out)
+        max_tokens: model tokens of context at most
+        limit: exchanges at most
+        """
+        return self._invoke("file_context", {
+            "path": path,
+            "cwd": cwd,
+            "session_id": session_id,
+            "max_tokens": max_tokens,
+            "limit": limit,
+        })
+
+    def hook_injected(self, event: Literal['prompt', 'session-start', 'file'], text: str) -> dict[str, Any]:
+        """Hooks report the context they injected, for the token figures in status.
+
+        event: which hook injected it
+        text: the injected text
+        """
+        return self._invoke("hook_injected", {"event": event, "text": text})

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
+import os
 from typing import Any
 
-from mempald.config import SettingsRef
+from mempald import __version__
+from mempald.config import SettingsRef, data_dir
+from mempald.features.disclosure import Disclosure
 from mempald.features.layout import Layout
 from mempald.rpc.dispatch import Args, Handler
 from mempald.runtime.status import StatusReport
@@ -16,23 +20,30 @@ from mempald.store.gateway import StoreGateway
 
 class CoreMethods:
     def __init__(self, settings: SettingsRef, status: StatusReport, searcher: Searcher, layout: Layout,
-                 store: StoreGateway, sources: SourceAdmin) -> None:
+                 store: StoreGateway, sources: SourceAdmin, disclosure: Disclosure | None = None) -> None:
         self.settings = settings
         self.status_report = status
         self.searcher = searcher
         self.layout = layout
         self.store = store
         self.sources = sources
+        self.disclosure = disclosure  # token counts, the index format and the ledger (None: plain results)
 
     def handlers(self) -> dict[str, Handler]:
         return {"ping": self.ping, "status": self.status, "search": self.search, "drawers": self.drawers,
                 "ingest_file": self.ingest_file}
 
-    async def ping(self, _a: Args) -> Any:
-        return {"pong": True}
+    async def ping(self, a: Args) -> Any:
+        if not a["identify"]:
+            return {"pong": True}
+        return {"pong": True, "pid": os.getpid(), "uid": os.getuid(), "user": getpass.getuser(),
+                "data_dir": str(data_dir().absolute()), "version": __version__}
 
     async def status(self, _a: Args) -> Any:
-        return await self.status_report.report()
+        report = await self.status_report.report()
+        if self.disclosure is not None:
+            report["tokens"] = await self.disclosure.ledger.figures()
+        return report
 
     async def search(self, a: Args) -> Any:
         s = self.settings.current.search
@@ -45,6 +56,8 @@ class CoreMethods:
         related = await self.layout.related(hits)
         if related:
             result["tunnels"] = related
+        if self.disclosure is not None:
+            result = await self.disclosure.search_answer(result, a["format"])
         return result
 
     async def drawers(self, a: Args) -> Any:

@@ -22,8 +22,11 @@ from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import ModelMismatch
 from mempald.features.compress import Compressor
 from mempald.features.cowork import CoworkInbox
+from mempald.features.disclosure import Disclosure
+from mempald.features.filegate import FileGate
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
+from mempald.features.ledger import TokenLedger
 from mempald.features.memories import Memories
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
@@ -37,6 +40,7 @@ from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
 from mempald.ops import faults
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
+from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.dispatch import Dispatcher, Handler
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
@@ -136,14 +140,18 @@ class Daemon:
         memories = Memories(self.settings, self.store, state, embedder, self.ingestor, self.dense, machine, user,
                             self.taxonomy.current)
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
+        ledger = TokenLedger(state)
+        sessions = SessionBrowser(self.store)
+        disclosure = Disclosure(self.store, embedder, sessions, ledger)
         handlers: dict[str, Handler] = {}
         for group in (
-            CoreMethods(self.settings, self.status, self.searcher, layout, self.store, self.admin),
+            CoreMethods(self.settings, self.status, self.searcher, layout, self.store, self.admin, disclosure),
             MemoryMethods(memories, Compressor(self.settings, embedder, wakeup, self.ingestor, machine, user)),
             PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
             SourceMethods(self.settings, self.admin, self.store, embedder),
             AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder)),
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
+            DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)

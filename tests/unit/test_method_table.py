@@ -23,13 +23,15 @@ from mempal.methods.spec import Method, Param
 from mempal.methods.validate import ParamError, validate
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
+from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
 from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
-GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods)
+GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
+          DisclosureMethods)
 
 
 def daemon_handler_names() -> list[str]:

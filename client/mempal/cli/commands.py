@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mempal import disclosure_text as dtext
 from mempal.cli import present as show
 from mempal.connection import DaemonUnavailable, call
 from mempal.methods import METHODS
@@ -61,16 +62,76 @@ def _status_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
     return _default(COMMANDS["status"], args, params)
 
 
+def _status_present(args: argparse.Namespace, r: Any) -> str:
+    figures = dtext.token_figures(r.get("tokens"))
+    return show.status(args, r) + (f"\n{figures}" if figures else "")
+
+
+def _search_present(args: argparse.Namespace, r: Any) -> str:
+    return dtext.index(r) if r.get("format") == "index" else show.search(args, r)
+
+
+def _note(text: str) -> None:
+    print(f"mempal: {text}", file=sys.stderr)
+
+
+# spellings of the seed tools (MemPal, mempal, memorypack): hidden options with their meaning here -----------
+def _fact_check_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wing", dest="scope_wing", help=argparse.SUPPRESS)
+    p.add_argument("--room", dest="scope_room", help=argparse.SUPPRESS)
+
+
+def _fact_check_prepare(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    if args.scope_wing or args.scope_room:
+        _note("fact-check reads the whole knowledge graph (it is not divided into wings): --wing/--room change "
+              "nothing here")
+    today = params.get("today")
+    if isinstance(today, str) and len(today) > 10 and today[4:5] == "-" and today[10:11] in ("T", " "):
+        params["today"] = today[:10]  # `--now 2026-03-01T12:00:00Z` (an RFC 3339 instant): its date
+    return params
+
+
+def _compress_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", dest="entities", metavar="ENTITIES_JSON", help=argparse.SUPPRESS)
+
+
+def _watch_add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interval", type=float, help=argparse.SUPPRESS)
+
+
+def _watch_add_prepare(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    if args.interval is not None:
+        _note("mempald watches folders continuously (file events and a periodic scan): --interval is not needed")
+    return params
+
+
 def _save_prepare(_args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("text") == "-":
         params["text"] = sys.stdin.read()
     return params
 
 
-def _compress_prepare(_args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+def _compress_prepare(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
     if not params.get("text") and not params.get("wing"):
         raise UsageError("give TEXT or --wing W")
+    if getattr(args, "entities", None):
+        _note(entities_note(args.entities))
     return params
+
+
+def entities_note(path: str) -> str:
+    """What ``compress --config entities.json`` (MemPal's entity codes) means here: the codes live in config."""
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--config {path}: cannot read it as JSON ({exc})") from None
+    table = data.get("people", data) if isinstance(data, dict) else {}
+    names = sorted(str(k) for k, v in table.items() if isinstance(v, str)) if isinstance(table, dict) else []
+    hint = "; ".join(f"`mempal config set people.{n} {table[n]}`" for n in names[:3])
+    return ("entity codes are read from the [people] table of config.toml, not from --config"
+            + (f": to use the {len(names)} in {path}, add them there ({hint}{'; ...' if len(names) > 3 else ''})"
+               if names else ""))
 
 
 def _kg_prepare(_args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
@@ -126,14 +187,17 @@ class UsageError(Exception):
 
 
 COMMANDS: dict[str, Command] = {c.method.name: c for c in (
-    Command("status", show.status, options=_status_options, run=_status_run),
-    Command("search", show.search),
+    Command("status", _status_present, options=_status_options, run=_status_run),
+    Command("search", _search_present),
+    Command("get", lambda _a, r: dtext.drawers(r)),
+    Command("timeline", lambda _a, r: dtext.timeline(r)),
+    Command("file_context", lambda _a, r: dtext.file_context(r)),
     Command("ingest", show.save, prepare=_save_prepare),
     Command("delete", show.delete),
     Command("restore", show.restore),
     Command("purge", show.purge),
     Command("reindex", show.reindex),
-    Command("compress", show.compress, prepare=_compress_prepare),
+    Command("compress", show.compress, options=_compress_options, prepare=_compress_prepare),
     Command("wake_up", show.wake_up),
     Command("recall_room", show.recall_room),
     Command("list_wings", show.counts("wings")),
@@ -141,8 +205,9 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("tunnels", show.tunnels),
     Command("taxonomy", show.taxonomy, options=_taxonomy_options, run=_taxonomy_run),
     Command("kg", show.kg, prepare=_kg_prepare),
-    Command("fact_check", show.fact_check, exit_code=lambda r: 1 if r["issues"] else 0),
-    Command("watch_add", show.watch_add),
+    Command("fact_check", show.fact_check, options=_fact_check_options, prepare=_fact_check_prepare,
+            exit_code=lambda r: 1 if r["issues"] else 0),
+    Command("watch_add", show.watch_add, options=_watch_add_options, prepare=_watch_add_prepare),
     Command("watch_remove", show.watch_remove),
     Command("watch_list", show.watch_list),
     Command("mine", show.mine, options=_mine_options, run=_mine_run),

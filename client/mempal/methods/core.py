@@ -19,7 +19,9 @@ FILTERS: tuple[Param, ...] = (
 )
 
 METHODS: tuple[Method, ...] = (
-    Method("ping", "Is the daemon there? Answers {pong: true}."),
+    Method("ping", "Is the daemon there? Answers {pong: true}; with identify, also whose daemon it is.",
+           (Param("identify", "bool", "also answer pid, uid, user and data_dir (clients check they reached "
+                  "their own daemon)"),)),
     Method("status", "What the daemon holds and how far behind it is: drawers by wing and room, sources and their "
            "backlog, the index state.", cli=("status",), mcp="status",
            help="Call it first to learn the wing and room names, and to check the daemon is healthy."),
@@ -30,13 +32,18 @@ METHODS: tuple[Method, ...] = (
                   max_len=10_000, cli=Cli(positional=True)),
             *FILTERS,
             Param("limit", "int", "how many results (default: search.limit in config, 10)", lo=1, hi=200,
-                  cli=Cli(flags=("--limit", "-n"))),
+                  cli=Cli(flags=("--limit", "-n"), aliases=("--results", "--top-k"))),
+            Param("format", "enum", "full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, "
+                  "score, the full drawer's token count), at most about 60 tokens each: fetch the ones you "
+                  "want with get", default="full", choices=("full", "index")),
             Param("dense_weight", "float", "weight of the semantic list in the fusion, 0..1 (default from config)",
                   lo=0.0, hi=1.0, mcp=False, cli=Cli(show=False)),
         ),
         cli=("search",), mcp="search",
         help="Returns verbatim excerpts with drawer ids and source paths to cite. Use before asserting project "
-             "facts and for any 'why did we / last time we' question.",
+             "facts and for any 'why did we / last time we' question. format \"index\" returns a compact index "
+             "first (then get the drawers worth reading, timeline for their context). Every answer says how "
+             "many tokens it holds.",
     ),
     Method(
         "drawers", "Page through stored drawers with their metadata (for exports, audits and scripts).",

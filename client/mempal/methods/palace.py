@@ -69,7 +69,7 @@ METHODS: tuple[Method, ...] = (
         (
             Param("text", "text", "the text to check (on the CLI: a file, or - / nothing for stdin)", required=True,
                   cli=Cli(positional=True, nargs="?", read_file=True, metavar="PATH")),
-            Param("today", "str", "ISO date to check against (default: today)"),
+            Param("today", "str", "ISO date to check against (default: today)", cli=Cli(aliases=("--now",))),
         ),
         cli=("fact-check",), mcp="fact_check",
         help="Use before saving a decision that asserts relationships between people, projects or tools.",
