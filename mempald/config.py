@@ -133,6 +133,11 @@ class WakeupSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class McpSettings:
+    read_only: bool = False  # `mempal mcp` offers only the tools that change nothing (as `mempal mcp --read-only`)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -142,6 +147,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     hooks: HooksSettings = field(default_factory=HooksSettings)
     wakeup: WakeupSettings = field(default_factory=WakeupSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
     people: tuple[tuple[str, str], ...] = ()
     origins: tuple[tuple[str, str], ...] = ()  # "section.key" -> "default" | "file" | "env:NAME"
 
@@ -165,6 +171,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "search": SearchSettings,
     "hooks": HooksSettings,
     "wakeup": WakeupSettings,
+    "mcp": McpSettings,
 }
 _CHOICES = {
     "hooks.stop_mode": ("silent", "ask"),

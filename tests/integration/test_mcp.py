@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +19,8 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 from mempal.mcp_server import MEMORY_PROTOCOL, TOOLS
+from mempal.mcp_tools import TOOLS_BY_NAME
+from mempal.paths import socket_path
 from mempald.features.cowork import claude_dir_name
 from tests.conftest import FORMATS, REPO, Daemon
 from tests.integration.test_skeleton import assistant_line, user_line
@@ -30,6 +34,23 @@ Session = tuple[ClientSession, types.InitializeResult]
 async def shim(env: dict[str, str], cwd: Path, client: str) -> AsyncIterator[Session]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "mempal.mcp_server"], cwd=str(cwd),
                                    env={**env, "PYTHONPATH": str(REPO)})
+    async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(
+            read, write, client_info=types.Implementation(name=client, version="1.0")) as session:
+        init = await session.initialize()
+        yield session, init
+
+
+MEMPAL = Path(sys.executable).parent / "mempal"  # the installed `mempal` command, as an MCP host starts it
+
+
+@asynccontextmanager
+async def mempal_mcp(cwd: Path, env: dict[str, str] | None, *args: str,
+                     client: str = "claude-code") -> AsyncIterator[Session]:
+    """``mempal mcp`` under the SDK's stdio client; ``env=None`` is the SDK's default environment (HOME,
+    LOGNAME, PATH, SHELL, TERM and USER only, as MCP hosts start servers)."""
+    if not MEMPAL.is_file():
+        pytest.skip(f"the mempal command is not installed beside {sys.executable}")
+    params = StdioServerParameters(command=str(MEMPAL), args=["mcp", *args], cwd=str(cwd), env=env)
     async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(
             read, write, client_info=types.Implementation(name=client, version="1.0")) as session:
         init = await session.initialize()
@@ -93,6 +114,18 @@ async def test_shim_against_a_real_daemon(daemon: Daemon, home: Path, tmp_path: 
         assert not found.isError
         assert "[drawer " in text_of(found) and "short_session" not in text_of(found)
         assert "55604662-cf2a-4331-851a-ec234028f8ca.jsonl" in text_of(found)
+        assert text_of(found).split("\n", 1)[0].endswith("tokens (format \"index\" lists hits in about 60 tokens each)")
+
+        # index first, then the whole drawer, then its place in the session: each says what it costs
+        index = text_of(await session.call_tool("search", {"query": "mix phx.server doesnt seem to start",
+                                                           "limit": 3, "format": "index"}))
+        head, *lines = index.splitlines()
+        assert head.endswith(" tokens") and "`get` the ones worth reading" in head and 1 <= len(lines) <= 3
+        drawer = lines[0].split(" | ")[0]
+        got = text_of(await session.call_tool("get", {"drawer_id": drawer}))
+        assert got.startswith("1 drawer(s) · ") and f"[drawer {drawer}]" in got and "mix phx.server" in got
+        timeline = await session.call_tool("timeline", {"drawer_id": drawer, "before": 1, "after": 1})
+        assert not timeline.isError and ">> #" in text_of(timeline) and "outline (" in text_of(timeline)
 
         saved = await session.call_tool("ingest", {
             "text": "Decision: the flamingo service stores money as integer cents, because floats lost pennies "
@@ -142,3 +175,97 @@ async def test_shim_answers_with_the_fix_when_the_daemon_is_down(home: Path, tmp
             assert text_of(res).count("\n") == 0
         assert (await session.call_tool("status", {})).isError  # still alive after errors
     print(f"\nMCP shim start + initialize: {started * 1000:.0f} ms")
+
+
+def other_palace(daemon: Daemon, tmp_path: Path) -> Daemon:
+    """A second daemon of the same user on its own data, config and runtime directories."""
+    runtime = Path(tempfile.mkdtemp(prefix="mpb-"))
+    env = {**daemon.env, "MEMPAL_DATA_DIR": str(tmp_path / "palace-b"), "MEMPAL_CONFIG_DIR": str(tmp_path / "cfg-b"),
+           "MEMPAL_RUNTIME_DIR": str(runtime / "run")}
+    return Daemon(env, tmp_path / "mempald-b.log")
+
+
+def save(d: Daemon, text: str) -> None:
+    d.call("ingest", {"text": text, "wing": "acme", "room": "decisions", "memory_type": "decision", "agent": "user"})
+    d.wait_for(lambda: any(text[:40] in h["text"] for h in d.call("search", {"query": text, "limit": 3})["hits"]), 60)
+
+
+@pytest.mark.timeout(420)
+async def test_mcp_finds_its_own_daemon_in_the_sdk_default_environment_and_only_its_own(
+        daemon: Daemon, home: Path, tmp_path: Path) -> None:
+    other = other_palace(daemon, tmp_path)
+    daemon.start()
+    other.start()
+    try:
+        save(daemon, "Decision: the heron exporter writes parquet because csv lost the column types.")
+        save(other, "Decision: the pelican gateway retries twice because the upstream drops one request in ten.")
+        mine = Path(daemon.env["MEMPAL_DATA_DIR"])
+        theirs = Path(other.env["MEMPAL_DATA_DIR"])
+        assert json.loads((mine / "daemon.json").read_text())["socket"] == str(socket_path(daemon.env))
+
+        # the SDK's default environment: no MEMPAL_*, no XDG_*; the data dir's pointer is found from HOME
+        async with mempal_mcp(tmp_path, None) as (session, _init):
+            status = await session.call_tool("status", {})
+            assert not status.isError, text_of(status)
+            assert json.loads(text_of(status))["data_dir"] == str(mine)
+            heron = text_of(await session.call_tool("search", {"query": "heron exporter parquet", "limit": 3}))
+            assert "csv lost the column types" in heron
+            pelican = text_of(await session.call_tool("search", {"query": "pelican gateway retries", "limit": 3}))
+            assert "upstream drops one request" not in pelican
+
+        # the full environment of the other palace reaches the other daemon
+        async with mempal_mcp(tmp_path, dict(other.env)) as (session, _init):
+            assert json.loads(text_of(await session.call_tool("status", {})))["data_dir"] == str(theirs)
+            found = await session.call_tool("search", {"query": "pelican gateway retries", "limit": 3})
+            assert "upstream drops one request" in text_of(found)
+
+        # a client of one palace pointed at the other's socket is refused, plainly, in one line
+        crossed = {**other.env, "MEMPAL_SOCKET": str(socket_path(daemon.env))}
+        async with mempal_mcp(tmp_path, crossed) as (session, _init):
+            for name, args in (("status", {}), ("search", {"query": "heron"})):
+                res = await session.call_tool(name, args)
+                assert res.isError
+                text = text_of(res)
+                assert f"serves {mine}, not this client's data directory {theirs}" in text, text
+                assert str(socket_path(daemon.env)) in text and text.count("\n") == 0
+
+        # killed: its pointer and socket file stay behind; the bare client says it is not running, naming them
+        daemon.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+        daemon.proc.wait()  # type: ignore[union-attr]
+        async with mempal_mcp(tmp_path, None) as (session, _init):
+            res = await session.call_tool("search", {"query": "heron"})
+            text = text_of(res)
+            assert res.isError and "mempald is not running" in text and "start it with `mempald`" in text
+            assert str(socket_path(daemon.env)) in text and text.count("\n") == 0
+    finally:
+        other.kill()
+        shutil.rmtree(Path(other.env["MEMPAL_RUNTIME_DIR"]).parent, ignore_errors=True)
+
+
+@pytest.mark.timeout(180)
+async def test_every_tool_is_annotated_and_read_only_mode_offers_only_readers(home: Path, tmp_path: Path) -> None:
+    async with shim(dict(os.environ), tmp_path, "claude-code") as (session, _init):
+        listed = (await session.list_tools()).tools
+    assert {t.name for t in listed} == {t.name for t in TOOLS}
+    for tool in listed:
+        spec = TOOLS_BY_NAME[tool.name]
+        assert tool.annotations is not None, tool.name
+        got = tool.annotations.model_dump(exclude_none=True)
+        assert got == {"readOnlyHint": not spec.method.writes, "destructiveHint": spec.method.destructive,
+                       "idempotentHint": spec.method.idempotent, "openWorldHint": False}, tool.name
+    assert TOOLS_BY_NAME["delete"].annotations()["destructiveHint"] is True
+    assert TOOLS_BY_NAME["get"].annotations()["readOnlyHint"] is True
+
+    readers = {t.name for t in TOOLS if not t.method.writes}
+    assert {"search", "get", "timeline", "file_context", "status", "wake_up"} <= readers
+    assert not {"ingest", "delete", "cowork_push", "cowork_drain", "kg", "taxonomy"} & readers
+    config = Path(os.environ["MEMPAL_CONFIG_DIR"]) / "config.toml"
+    for args, setting in ((("--read-only",), None), ((), "[mcp]\nread_only = true\n")):
+        if setting:
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(setting)
+        async with mempal_mcp(tmp_path, dict(os.environ), *args) as (session, init):
+            assert init.instructions and init.instructions.startswith("This server is READ-ONLY")
+            assert {t.name for t in (await session.list_tools()).tools} == readers
+            refused = await session.call_tool("ingest", {"text": "x"})
+            assert refused.isError and "read-only" in text_of(refused)
