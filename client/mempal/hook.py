@@ -9,7 +9,16 @@ EVENT is one of
 - ``stop`` (Stop): every ``hooks.stop_every`` turns, makes sure the transcript is ingested now; ``silent``
   mode says so in a short ``systemMessage``, ``ask`` mode blocks once asking the agent to save its key
   decisions through the MCP ``ingest`` tool (never when ``stop_hook_active``: no loops);
-- ``precompact`` (PreCompact): ingests the transcript up to now, synchronously; prints nothing.
+- ``precompact`` (PreCompact): ingests the transcript up to now, synchronously; prints nothing. A daemon that
+  does not answer a ping within ``PING_TIMEOUT`` is given up on at once, and the ingest waits at most
+  ``PRECOMPACT_TIMEOUT``: compaction is never held up long (the watcher reads the transcript anyway);
+- ``file`` (PreToolUse, matcher ``Read|Edit|Write|MultiEdit|NotebookEdit``): the file gate. The first time a
+  session touches a file, the most important and recent earlier exchanges whose tool calls touched it (the
+  daemon's ``file_context``, within ``FILE_TOKENS``), as ``hookSpecificOutput.additionalContext``. At most once
+  per file per session (a marker file claimed atomically under the runtime dir; given back if the daemon did
+  not answer). Claude Code passes a PreToolUse hook's additionalContext to the model from 2.1.9 on (older
+  versions ignore it: nothing breaks); no ``permissionDecision`` is sent, so the tool call goes through the
+  normal permission flow.
 
 Contract: read one JSON object from stdin, write stdout at most once at the end, exit 0 always. Any error,
 a daemon that is down or slow, bad input: no output at all (fail open). A hard deadline below the installed
@@ -17,12 +26,15 @@ timeout guarantees an answer in time. Stdlib only, and only the small ``client``
 interpreter starts and answers in tens of milliseconds. ``MEMPAL_HOOK_DEBUG=1`` prints errors to stderr.
 
 Everything injected is wrapped in ``<mempal-context id="...">…</mempal-context>``: the normalizers drop
-such spans, so injected context never comes back as memory.
+such spans, so injected context never comes back as memory. After writing its output, a hook that injected
+something tells the daemon what (a ``hook_injected`` notification on the same connection, no reply awaited),
+for the token figures in ``mempal status``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -31,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mempal.connection import call
+from mempal.connection import Connection
 from mempal.paths import runtime_dir
 
 # Must equal mempald.normalize.model.INJECT_OPEN / INJECT_CLOSE (a unit test checks); copied so a hook never
@@ -40,16 +52,23 @@ INJECT_OPEN = "<mempal-context"
 INJECT_CLOSE = "</mempal-context>"
 MAX_CONTEXT_CHARS = 9000  # Claude Code passes additionalContext of this size whole (about 10k is the limit)
 
-EVENTS = {"prompt": "UserPromptSubmit", "session-start": "SessionStart", "stop": "Stop", "precompact": "PreCompact"}
+EVENTS = {"prompt": "UserPromptSubmit", "session-start": "SessionStart", "stop": "Stop", "precompact": "PreCompact",
+          "file": "PreToolUse"}
 # Hard deadline per event, in seconds: always below the timeout install-hooks writes (hooks/settings.json).
-DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 110.0}
+DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 20.0, "file": 3.0}
 RECALL_TIMEOUT = 3.0
 RECALL_BUDGET_MS = 1500  # the daemon stops searching after this and still delivers the inbox
 WAKE_TIMEOUT = 6.0
 CONFIG_TIMEOUT = 2.0
 STOP_INGEST_TIMEOUT = 20.0
-PRECOMPACT_TIMEOUT = 100.0
+PRECOMPACT_TIMEOUT = 15.0
+PING_TIMEOUT = 1.5
+FILE_TIMEOUT = 2.0
+FILE_TOKENS = 400  # model tokens the file gate injects at most
+FILE_EXCHANGES = 3
+FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
 COUNTER_DIR = "hook-turns"
+SEEN_DIR = "hook-files"
 COUNTER_MAX_AGE_S = 7 * 86400
 
 ASK_REASON = (
@@ -99,9 +118,38 @@ def _str(data: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+class _Run:
+    """This hook run's connection (the call, then the injection report) and what it injected."""
+
+    conn: Connection | None = None
+    injected: tuple[str, str] | None = None  # (event, text) to report once the output is written
+
+
+_run = _Run()
+
+
+def call(method: str, params: dict[str, Any], *, timeout: float) -> Any:
+    if _run.conn is None:
+        _run.conn = Connection(timeout=timeout)
+    _run.conn.set_timeout(timeout)
+    return _run.conn.call(method, params)
+
+
 def _additional(event: str, text: str) -> str:
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": wrap(text)}},
+    context = wrap(text)
+    _run.injected = (next((k for k, v in EVENTS.items() if v == event), event), context)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
                       ensure_ascii=False)
+
+
+def _report_injection() -> None:
+    """Tell the daemon what was injected (best effort, after the output is out), then close."""
+    conn, injected = _run.conn, _run.injected
+    _run.conn, _run.injected = None, None
+    if conn is not None:
+        if injected is not None:
+            conn.notify("hook_injected", {"event": injected[0], "text": injected[1]})
+        conn.close()
 
 
 # events ------------------------------------------------------------------------------------------------------
@@ -150,11 +198,18 @@ def bump_turns(session_id: str) -> int:
     return count
 
 
-def _prune(folder: Path) -> None:
+def _prune(folder: Path, *, dirs: bool = False) -> None:
+    """Remove what is older than a week in ``folder`` (files, or with ``dirs`` the folders of old sessions)."""
     cutoff = time.time() - COUNTER_MAX_AGE_S
     for entry in os.scandir(folder):
         try:
-            if entry.stat().st_mtime < cutoff:
+            if entry.stat().st_mtime >= cutoff:
+                continue
+            if dirs and entry.is_dir(follow_symlinks=False):
+                for inner in os.scandir(entry.path):
+                    os.unlink(inner.path)
+                os.rmdir(entry.path)
+            elif not dirs:
                 os.unlink(entry.path)
         except OSError:
             continue
@@ -187,11 +242,63 @@ def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
 def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
     transcript = _str(data, "transcript_path")
     if transcript:
+        call("ping", {}, timeout=PING_TIMEOUT)  # a hung daemon costs this long, not the ingest timeout
         call("ingest_file", {"path": transcript}, timeout=PRECOMPACT_TIMEOUT)
     return None
 
 
-HANDLERS = {"prompt": on_prompt, "session-start": on_session_start, "stop": on_stop, "precompact": on_precompact}
+def _session_dir(session_id: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "unknown"
+    return runtime_dir() / SEEN_DIR / safe
+
+
+def claim_file(session_id: str, path: str) -> Path | None:
+    """The marker of ``path`` in this session if this call is the first to claim it, else None."""
+    folder = _session_dir(session_id)
+    if not folder.is_dir():
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _prune(folder.parent, dirs=True)
+    marker = folder / hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return None
+    return marker
+
+
+def on_file(data: dict[str, Any], _agent_name: str) -> str | None:
+    tool_input = data.get("tool_input")
+    if data.get("tool_name") not in FILE_TOOLS or not isinstance(tool_input, dict):
+        return None
+    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+        return None
+    cwd = _str(data, "cwd")
+    if not os.path.isabs(path) and cwd:
+        path = os.path.join(cwd, path)
+    path = os.path.normpath(path)
+    session = _str(data, "session_id")
+    marker = claim_file(session or "unknown", path)
+    if marker is None:
+        return None  # already given in this session
+    params: dict[str, Any] = {"path": path, "max_tokens": FILE_TOKENS, "limit": FILE_EXCHANGES}
+    if cwd:
+        params["cwd"] = cwd
+    if session:
+        params["session_id"] = session
+    try:
+        res = call("file_context", params, timeout=FILE_TIMEOUT)
+    except BaseException:
+        marker.unlink(missing_ok=True)  # not answered: a later touch of the file may try again
+        raise
+    text = res.get("text") if isinstance(res, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return _additional("PreToolUse", text)
+
+
+HANDLERS = {"prompt": on_prompt, "session-start": on_session_start, "stop": on_stop, "precompact": on_precompact,
+            "file": on_file}
 
 
 def run(args: list[str], stdin: bytes) -> str | None:
@@ -232,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except OSError:
             pass
+    with contextlib.suppress(BaseException):
+        _report_injection()
     return 0
 
 

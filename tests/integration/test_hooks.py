@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -172,7 +173,11 @@ def test_precompact_ingests_synchronously_and_prints_nothing(live: Daemon) -> No
 @pytest.mark.timeout(240)
 def test_hooks_fail_open_on_bad_input(live: Daemon) -> None:
     for event, stdin in (("prompt", "not json"), ("prompt", "[1, 2]"), ("stop", ""), ("nonsense", "{}"),
-                         ("precompact", json.dumps(base("PreCompact", transcript_path="/etc/passwd")))):
+                         ("precompact", json.dumps(base("PreCompact", transcript_path="/etc/passwd"))),
+                         ("file", json.dumps(base("PreToolUse", tool_name="Read", tool_input="README.md"))),
+                         ("file", json.dumps(base("PreToolUse", tool_name="Read", tool_input={"file_path": 7}))),
+                         ("file", json.dumps(base("PreToolUse", tool_name="Read",
+                                                  tool_input={"file_path": "/a\u0000b"})))):
         res, _ = hook(live.env, event, stdin)
         assert (res.returncode, res.stdout) == (0, ""), (event, stdin, res.stderr)
 
@@ -198,6 +203,7 @@ def test_every_hook_is_silent_and_fast_when_the_daemon_is_down(home: Path) -> No
         "session-start": base("SessionStart", source="startup"),
         "stop": base("Stop", stop_hook_active=False),
         "precompact": base("PreCompact", trigger="manual", transcript_path=str(SHORT)),
+        "file": base("PreToolUse", tool_name="Read", tool_input={"file_path": "/home/u/p/README.md"}),
     }
     for event, payload in payloads.items():
         res, dt = hook(env, event, payload)
@@ -228,3 +234,71 @@ def test_cowork_cli_push_status_drain(live: Daemon, tmp_path: Path) -> None:
     assert refused.returncode == 1 and "cannot push to itself" in refused.stderr
     too_big = mempal_cli(live.env, "cowork", "push", "--to", "claude", "--cwd", cwd, "x" * 9000)
     assert too_big.returncode == 1 and "limit is 8192 bytes" in too_big.stderr
+
+
+REAL = FORMATS / "claude_code" / "real2" / "projects" / "-Users-agents-conductor-acp-python--conductor-pompeii"
+REAL_CWD = "/Users/agents/conductor/acp-python/.conductor/pompeii"
+
+
+def read_call(path: str, session: str, tool: str = "Read", cwd: str = REAL_CWD) -> dict[str, Any]:
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return base("PreToolUse", session_id=session, cwd=cwd, tool_name=tool, tool_input={key: path},
+                tool_use_id="toolu_01")
+
+
+def injected_today(d: Daemon, event: str) -> int:
+    tokens = d.call("status")["tokens"]
+    value: int = tokens["days"].get(tokens["today"], {}).get("injected", {}).get(event, 0)
+    return value
+
+
+@pytest.mark.timeout(300)
+def test_the_file_gate_injects_what_memory_knows_about_a_file_once_per_session(daemon: Daemon, home: Path) -> None:
+    if not REAL.is_dir():
+        pytest.skip(f"the shared real Claude Code files are not at {REAL}")
+    target = home / ".claude" / "projects" / REAL.name
+    shutil.copytree(REAL, target)
+    daemon.start()
+    daemon.idle()
+    env = daemon.env
+    readme = f"{REAL_CWD}/README.md"
+    res, dt = hook(env, "file", read_call(readme, "gate-1"))
+    ctx = context_of(res, "PreToolUse")
+    assert "what memory holds about README.md" in ctx and "[drawer " in ctx
+    assert "permissionDecision" not in res.stdout  # the tool call goes through the normal permission flow
+    assert hook(env, "file", read_call(readme, "gate-1", tool="Edit"))[0].stdout == ""  # once per file and session
+    assert context_of(hook(env, "file", read_call(readme, "gate-2"))[0], "PreToolUse")  # another session: again
+    relative = hook(env, "file", read_call("GUIA_INTEGRACAO_ACP.md", "gate-1", tool="Write"))[0]
+    assert "GUIA_INTEGRACAO_ACP.md" in context_of(relative, "PreToolUse")  # relative to the session's cwd
+    for quiet in (read_call(f"{REAL_CWD}/never-touched.py", "gate-1"),
+                  base("PreToolUse", session_id="gate-1", tool_name="Bash", tool_input={"command": "ls"})):
+        out, _ = hook(env, "file", quiet)
+        assert (out.returncode, out.stdout) == (0, ""), quiet
+    # what the gate injected is counted for status (reported after the output, without a reply)
+    daemon.wait_for(lambda: injected_today(daemon, "file") > 0, timeout=30)
+    print(f"\nfile gate hook round trip: {dt * 1000:.0f} ms")
+
+
+@pytest.mark.timeout(240)
+def test_injections_are_counted_in_status(live: Daemon) -> None:
+    before = injected_today(live, "prompt"), injected_today(live, "session-start")
+    context_of(hook(live.env, "prompt", base("UserPromptSubmit", prompt=RELEVANT))[0], "UserPromptSubmit")
+    context_of(hook(live.env, "session-start", base("SessionStart", source="startup"))[0], "SessionStart")
+    live.wait_for(lambda: injected_today(live, "prompt") > before[0]
+                  and injected_today(live, "session-start") > before[1], timeout=30)
+    shown = mempal_cli(live.env, "status").stdout
+    assert "tokens injected by hooks today: " in shown and "prompt " in shown and "session-start " in shown
+
+
+@pytest.mark.timeout(240)
+def test_precompact_gives_up_quickly_on_a_hung_daemon(live: Daemon) -> None:
+    transcript = str(next((Path(live.env["HOME"]) / ".claude" / "projects").rglob("*.jsonl")))
+    assert live.proc is not None
+    live.proc.send_signal(signal.SIGSTOP)  # the socket still accepts; nothing answers
+    try:
+        res, dt = hook(live.env, "precompact", base("PreCompact", transcript_path=transcript, trigger="auto"))
+    finally:
+        live.proc.send_signal(signal.SIGCONT)
+    assert (res.returncode, res.stdout) == (0, "")
+    assert dt < 6.0, dt  # was up to 110 s
+    assert live.call("ping") == {"pong": True}

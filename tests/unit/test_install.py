@@ -15,7 +15,8 @@ import pytest
 from mempal import install
 from tests.conftest import REPO
 
-EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+CODEX_EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+EVENTS = {*CODEX_EVENTS, "PreToolUse"}  # the file gate is for Claude Code's file tools only
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
@@ -54,10 +55,12 @@ def test_dry_run_prints_a_correct_settings_json(home: Path) -> None:
         assert isinstance(handler["timeout"], int) and 0 < handler["timeout"] <= 120
         assert install.is_ours(handler)
         verb = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop",
-                "PreCompact": "precompact"}[event]
+                "PreCompact": "precompact", "PreToolUse": "file"}[event]
         assert handler["command"].endswith(f" {verb}")
     assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert settings["hooks"]["PreCompact"][0]["matcher"] == "manual|auto"
+    assert settings["hooks"]["PreToolUse"][0]["matcher"] == "Read|Edit|Write|MultiEdit|NotebookEdit"
+    assert settings["hooks"]["PreCompact"][0]["hooks"][0]["timeout"] <= 30  # compaction never waits long
     assert "UserPromptSubmit" in out.stdout and not (home / ".claude" / "settings.json").exists()
 
 
@@ -84,9 +87,9 @@ def test_install_merges_idempotently_with_a_backup(home: Path) -> None:
     assert len(backups) == 1 and backups[0].read_text() == original
     # theirs untouched
     assert merged["permissions"] == THEIRS["permissions"]
-    assert merged["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
+    assert merged["hooks"]["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]
     assert merged["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
-    assert len(ours(merged)) == 4
+    assert len(ours(merged)) == 5
 
     # re-running changes nothing: same bytes, no new backup
     after_first = path.read_text()
@@ -107,7 +110,7 @@ def test_reinstall_replaces_a_stale_entry_in_place(home: Path) -> None:
     groups = merged["hooks"]["UserPromptSubmit"]
     assert groups[0]["hooks"] == [{"type": "command", "command": "their-prompt-hook"}]
     assert len([c for c in ours(merged) if "/old/venv" in c]) == 0
-    assert len(ours(merged)) == 4
+    assert len(ours(merged)) == 5
 
 
 def test_uninstall_removes_exactly_what_install_added(home: Path) -> None:
@@ -136,7 +139,7 @@ def test_project_scope_and_invalid_json_is_left_alone(home: Path, tmp_path: Path
     proj.mkdir()
     monkeypatch.chdir(proj)
     assert install.cmd_install_hooks(ns(scope="project")) == 0
-    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 4
+    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 5
     assert not (home / ".claude" / "settings.json").exists()
 
     bad = home / ".claude" / "settings.json"
@@ -152,7 +155,7 @@ def test_codex_hooks_file_and_feature_flag_warning(home: Path, capsys: pytest.Ca
     err = capsys.readouterr().err
     assert "codex_hooks = true" in err and "codex features enable codex_hooks" in err
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())
-    assert set(hooks["hooks"]) == EVENTS
+    assert set(hooks["hooks"]) == CODEX_EVENTS
     assert all(c.endswith("--agent codex") for c in ours(hooks))
     assert all(h.get("timeout") for gs in hooks["hooks"].values() for g in gs for h in g["hooks"])
 
@@ -190,3 +193,51 @@ def test_install_mcp_for_claude_code_and_codex(home: Path, tmp_path: Path, monke
     assert codex_cfg.read_text() == text
     assert install.cmd_install_mcp(ns(scope="user")) == 0
     assert "mempal" in json.loads((home / ".claude.json").read_text())["mcpServers"]
+
+
+def test_install_mcp_defaults_to_user_scope_and_pins_what_a_bare_host_would_miss(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    monkeypatch.chdir(proj)
+    other = tmp_path / "elsewhere" / "palace"
+    monkeypatch.setenv("MEMPAL_DATA_DIR", str(other))
+    out = mempal("install-mcp", cwd=proj)
+    assert out.returncode == 0, out.stderr
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["mempal"]
+    assert not (proj / ".mcp.json").exists()
+    # a data dir a bare environment (HOME, USER, PATH) would not compute is pinned, and so is the explicit
+    # runtime dir the test environment sets; the default config dir (under HOME) is not
+    assert server["env"]["MEMPAL_DATA_DIR"] == str(other)
+    assert server["env"]["MEMPAL_RUNTIME_DIR"] == os.environ["MEMPAL_RUNTIME_DIR"]
+    assert "MEMPAL_CONFIG_DIR" not in server["env"]
+    assert "--read-only" not in server["args"]
+
+    assert mempal("install-mcp", "--scope", "project", "--read-only", cwd=proj).returncode == 0
+    project = json.loads((proj / ".mcp.json").read_text())["mcpServers"]["mempal"]
+    assert project["args"][-1] == "--read-only"
+
+    # the hook commands carry the same pins, and still end with their verb
+    install.cmd_install_hooks(ns())
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert cmd.startswith("env ") and f"MEMPAL_DATA_DIR={other}" in cmd and cmd.endswith(" prompt")
+
+
+def test_nothing_is_pinned_with_the_default_locations(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mempal.paths import pinned_env
+
+    for key in ("MEMPAL_DATA_DIR", "MEMPAL_CONFIG_DIR", "MEMPAL_RUNTIME_DIR", "MEMPAL_SOCKET", "XDG_DATA_HOME",
+                "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    assert pinned_env() == {}
+    install.cmd_install_mcp(ns())
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["mempal"]
+    assert "env" not in server
+    # set to exactly the defaults: still nothing to pin
+    monkeypatch.setenv("MEMPAL_DATA_DIR", str(home / ".local" / "share" / "mempald"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    assert pinned_env() == {}
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg-data"))
+    monkeypatch.delenv("MEMPAL_DATA_DIR")
+    assert pinned_env() == {"MEMPAL_DATA_DIR": str(home / "xdg-data" / "mempald")}
