@@ -5,7 +5,11 @@ command, with its parser derived from its parameters (``mempal.cli.build``) and 
 ``mempal.cli.commands``. A few commands run here without the daemon (``LOCAL``). Only the parser of the command
 being run is built.
 
-Exit codes: 0 ok, 1 error reported by the daemon, 2 usage error, 3 daemon not running.
+Users of the seed tools (MemPal, mempal, memorypack) type their old spellings: ``seed_spellings`` turns
+them into ours before anything else (hidden from the overview; the README lists them). ``--palace PATH``, on any
+command, names the data directory whose daemon to talk to.
+
+Exit codes: 0 ok, 1 error reported by the daemon, 2 usage error, 3 daemon not running (or not this palace's).
 """
 
 from __future__ import annotations
@@ -36,6 +40,58 @@ LOCAL: tuple[tuple[str, str, str], ...] = (
     ("mcp", "serve mempal's tools over MCP on stdin/stdout (for Claude Code, Codex...)", "mempal.mcp_server"),
     ("ui", "browse the palace in a local web viewer (127.0.0.1, token-protected)", "mempal.ui.command"),
 )
+
+
+# old command words -> ours (where the old word means nothing else here)
+COMMAND_ALIASES: dict[str, tuple[str, ...]] = {
+    "cowork-status": ("cowork", "status"),
+    "cowork-drain": ("cowork", "drain"),
+    "cowork-push": ("cowork", "push"),
+    "cowork-peek": ("cowork", "peek"),
+    "cowork-install-hooks": ("install-hooks",),
+    "ingest": ("mine",),
+}
+WATCH_ACTIONS = ("add", "remove", "list")
+
+
+def seed_spellings(argv: list[str]) -> list[str]:
+    """``argv`` with the seed tools' spellings turned into ours (module docstring); ``--palace PATH``, anywhere
+    before ``--``, is taken out and sets ``MEMPAL_DATA_DIR`` for this process."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg == "--palace" or arg.startswith("--palace="):
+            value = arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+            if not value:
+                raise UsageError("--palace needs a PATH (the data directory of the palace)")
+            os.environ["MEMPAL_DATA_DIR"] = os.path.abspath(os.path.expanduser(value))
+            i += 1 if "=" in arg else 2
+            continue
+        out.append(arg)
+        i += 1
+    first = 0
+    while first < len(out) and out[first].startswith("-"):  # the global options (mempal --timeout N COMMAND)
+        first += 2 if out[first] == "--timeout" else 1
+    if first >= len(out):
+        return out
+    word, rest = out[first], out[first + 1:]
+    if word in COMMAND_ALIASES:
+        words = list(COMMAND_ALIASES[word])
+        if word == "cowork-install-hooks":
+            rest = ["--codex" if a == "--global-codex" else a for a in rest]
+        return out[:first] + words + rest
+    if word == "serve":
+        if "--mcp" not in rest:
+            raise UsageError("`mempal serve` speaks MCP only: `mempal serve --mcp` (or `mempal mcp`); the daemon "
+                             "itself is `mempald`")
+        return [*out[:first], "mcp", *(a for a in rest if a != "--mcp")]
+    if word == "watch" and rest and rest[0] not in WATCH_ACTIONS and not rest[0].startswith("-"):
+        return [*out[:first], "watch", "add", *rest]  # memorypack: `watch DIR [--interval N]`
+    return out
 
 
 def socket_commands() -> dict[tuple[str, ...], str]:
@@ -129,7 +185,7 @@ def _group_help(prefix: str, commands: dict[tuple[str, ...], str]) -> str:
 
 
 def dispatch(argv: list[str]) -> int:
-    timeout, words = _global_options(argv)
+    timeout, words = _global_options(seed_spellings(argv))
     if not words:
         print(overview())
         return EXIT_OK
