@@ -34,7 +34,6 @@ for the token figures in ``mempal status``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -258,6 +257,8 @@ def claim_file(session_id: str, path: str) -> Path | None:
     if not folder.is_dir():
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         _prune(folder.parent, dirs=True)
+    import hashlib  # here, not at the top: it costs the other hooks milliseconds (OpenSSL)
+
     marker = folder / hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     try:
         os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
