@@ -14,13 +14,21 @@ from mempal.methods.vocab import AGENTS
 
 class ClientBase:
     """A connection to the local mempald. ``agent`` is who this client speaks for (``user``, ``claude``,
-    ``codex``, or a script's name): it signs saves and deletes and picks the partner agent for cowork calls."""
+    ``codex``, or a script's name): it signs saves and deletes and picks the partner agent for cowork calls.
+
+    The daemon is found as every client finds it (``mempal.paths.locate``) and checked to serve this user and
+    data directory; ``palace`` names another data directory (like ``mempal --palace DIR``); ``socket`` talks to
+    that socket as it is, unchecked."""
 
     def __init__(self, socket: str | Path | None = None, *, timeout: float | None = None,
-                 agent: str = "user") -> None:
+                 agent: str = "user", palace: str | Path | None = None) -> None:
         self.agent = agent
         self._timeout = timeout
-        self._conn = Connection(Path(socket) if socket is not None else None, timeout=timeout or 30.0)
+        environ = None
+        if palace is not None:
+            environ = {**os.environ, "MEMPAL_DATA_DIR": os.path.abspath(os.path.expanduser(str(palace)))}
+        self._conn = Connection(Path(socket) if socket is not None else None, timeout=timeout or 30.0,
+                                environ=environ)
 
     def __enter__(self) -> ClientBase:
         return self

@@ -5,7 +5,8 @@ right one: the process on the socket must run as this user, and must serve this 
 daemon that wrote the data directory's pointer, told by the socket's peer pid at no cost; otherwise asked with
 ``ping {identify: true}``). A wrong one is refused with a plain message (``WrongDaemon``); nothing answering
 gives ``DaemonUnavailable`` with the socket path that was tried. ``Connection(path)`` talks to the socket given,
-without the data-directory check (the caller chose it).
+without the data-directory check (the caller chose it); ``Connection(environ=...)`` finds the daemon of that
+environment (``mempal.Client(palace=DIR)`` passes one whose ``MEMPAL_DATA_DIR`` is DIR).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import socket
 import struct
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +65,11 @@ def _same_dir(a: str | Path, b: str | Path) -> bool:
 class Connection:
     """One connection to the daemon; several calls may share it."""
 
-    def __init__(self, path: Path | None = None, timeout: float = 30.0) -> None:
+    def __init__(self, path: Path | None = None, timeout: float = 30.0, *,
+                 environ: Mapping[str, str] | None = None) -> None:
         self.located: Located | None = None
         if path is None:
-            self.located = locate()
+            self.located = locate(environ)
             path = self.located.socket
         self.path = path
         self.timeout = timeout

@@ -106,6 +106,13 @@ def test_the_seed_tools_spellings_do_what_ours_do(daemon: Daemon, home: Path, tm
     refused = cli("search", "parquet", "--palace", str(elsewhere))
     assert refused.returncode == 3
     assert f"not this client's data directory {elsewhere}" in refused.stderr and "\n" not in refused.stderr.strip()
+    # the Python API says the same
+    from mempal import Client, DaemonUnavailable
+
+    with Client(palace=ddir) as client:
+        assert client.status()["data_dir"] == ddir
+    with Client(palace=elsewhere) as client, pytest.raises(DaemonUnavailable, match="not this client's data"):
+        client.status()
 
 
 @pytest.mark.timeout(120)
