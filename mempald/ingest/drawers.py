@@ -7,6 +7,7 @@ never duplicate, and two machines sharing one server collection never collide.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,23 @@ from mempald.text.classify import classify_memory, classify_room, importance
 from mempald.text.redact import redact, strip_private
 
 NAMESPACE = uuid.UUID("6f1c3a52-4d0e-5b8e-9a3f-6d656d70616c")
+# A lone UTF-16 surrogate (JavaScript tools cut strings inside an emoji; JSON keeps the half as "\ud83d") cannot
+# be encoded as UTF-8: the BM25 encoder, the store and the socket would all fail on it. It costs that one
+# character (U+FFFD), never the exchange or the file.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_clean_value(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +49,8 @@ class SourceInfo:
     source_key: str
     machine: str
     user: str
-    wing: str = ""  # forced wing (from config or mempal.toml); else from cwd
+    wing: str = ""  # forced wing (from config or mempal.toml); else from the session's project (cwd)
+    default_wing: str = ""  # the wing when the format knows no cwd: the file's folder (an export, a repo)
     room: str = ""  # forced room (projects mode: from the folder)
     added_by: str = "mempald"
     redact: bool = True
@@ -107,14 +126,14 @@ def build_drawers(
     out: list[Drawer] = []
     last_text: dict[str, str] = dict(previous or {})
     for ex in exchanges:
-        text = strip_private(ex.render())
+        text = clean_text(strip_private(ex.render()))
         if src.redact:
             text, counts = redact(text)
             if stats is not None:
                 stats.add(counts)
         if not text.strip():
             continue
-        wing = src.wing or wing_from_cwd(ex.cwd, default=src.kind)
+        wing = src.wing or wing_from_cwd(ex.project or ex.cwd, default=src.default_wing or src.kind)
         prose = prose_of(text)
         room = src.room or classify_room(prose, src.room_keywords)
         mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)
@@ -150,8 +169,13 @@ def build_drawers(
             base["tools"] = sorted(set(ex.tools))
         if ex.files:
             base["files"] = list(ex.files)
+        if ex.parent:
+            base["parent_exchange"] = ex.parent
+            base["parent_id"] = drawer_id(src.machine, base["source_kind"], clean_text(ex.session_id),
+                                          clean_text(ex.parent), 0)
         for k, v in ex.extra:
             base.setdefault(k, v)
+        base = {k: _clean_value(v) for k, v in base.items()}
         for i, piece in enumerate(pieces):
             payload = dict(base)
             payload["text"] = piece
@@ -161,6 +185,6 @@ def build_drawers(
             last_text[ex.session_id] = piece
             payload["chunk_index"] = i
             payload["content_hash"] = content_hash(piece)
-            out.append(Drawer(drawer_id(src.machine, payload["source_kind"], ex.session_id, ex.key, i),
-                              piece, payload))
+            out.append(Drawer(drawer_id(src.machine, payload["source_kind"], payload["session_id"],
+                                        payload["exchange_key"], i), piece, payload))
     return out

@@ -4,7 +4,10 @@ Markdown, appended to. Each run starts with ``# aider chat started at YYYY-MM-DD
 run (session_id is that start time in ISO form, local time as aider wrote it, no zone; a second run started in
 the same second gets ``~2``). Inside a run:
 
-- ``#### `` lines are the human's input; consecutive ``#### `` lines are one multi-line prompt.
+- ``#### `` lines are the human's input; consecutive ``#### `` lines are one multi-line prompt. ``#### <blank>``
+  is an empty input (skipped). In architect mode aider logs the architect's reply again as ``#### `` lines
+  (the prompt it hands to the editor model): a block whose lines repeat the reply since the prompt is that
+  handoff, folded into the exchange, never a second prompt.
 - ``#### /code X`` (also ``/ask``, ``/architect``, ``/context``) is the prompt ``X``; aider echoes it as
   ``#### X`` right after, and that echo is not a second prompt.
 - Other slash commands (``/commit msg``, ``/add f``, ``/run cmd``...) are not prompts: they become
@@ -14,17 +17,22 @@ the same second gets ``~2``). Inside a run:
   (token counts, confirmations, retries, stack traces) is dropped.
 - Everything else is the assistant's answer, verbatim (SEARCH/REPLACE blocks included).
 
-The key is ``<session>#<n>`` with n the prompt's index in its run, stable as the file grows.
+The key is ``<session>#<n>`` with n the prompt's index in its run, stable as the file grows. Every line is
+accounted for in the ledger (``line N``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from mempald.normalize.model import Exchange, strip_injected
+from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange, strip_injected
 
 SOURCE_KIND = "aider"
 AGENT = "aider"
+HISTORY = ".aider.chat.history.md"
 
 _HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
 _PROMPT_CMDS = frozenset({"/code", "/ask", "/architect", "/context"})
@@ -35,6 +43,7 @@ _KEEP_OUTPUT = (
     (re.compile(r"^The LLM did not conform to the edit format\.?$"), "edit-failed"),
 )
 _MAX_LINE = 300
+_BLANK_INPUT = "<blank>"
 
 
 def _iso(stamp: str) -> str:
@@ -42,30 +51,39 @@ def _iso(stamp: str) -> str:
     return f"{m.group(1)}T{m.group(2)}" if m else stamp
 
 
+def _ref(n: int) -> str:
+    return f"line {n}"
+
+
 class _Builder:
     def __init__(self) -> None:
         self.out: list[Exchange] = []
+        self.ledger = Ledger()
         self.session = ""
         self.index = 0
         self.user: str | None = None
+        self.key = ""
         self.reply: list[str] = []
         self.tools: list[str] = []
         self.echo: str | None = None
         self.runs: dict[str, int] = {}
+        self.orphan = "text before any prompt"  # why text outside an exchange is skipped
 
-    def new_session(self, stamp: str) -> None:
+    def new_session(self, stamp: str, n: int) -> None:
         self.close()
         session = _iso(stamp)
         self.runs[session] = self.runs.get(session, 0) + 1
         # two runs started in the same second stay apart: the second is "<start>~2"
         self.session = session if self.runs[session] == 1 else f"{session}~{self.runs[session]}"
         self.index = 0
+        self.orphan = "text before any prompt"
+        self.ledger.skipped(_ref(n), "run header")
 
     def close(self) -> None:
         if self.user is None:
             return
         self.out.append(Exchange(
-            source_kind=SOURCE_KIND, session_id=self.session, key=f"{self.session}#{self.index}",
+            source_kind=SOURCE_KIND, session_id=self.session, key=self.key,
             user=self.user, assistant="\n".join(self.reply).strip(), timestamp=self.session.split("~")[0] or None,
             agent=AGENT, position=self.index, tools=tuple(self.tools),
         ))
@@ -75,71 +93,128 @@ class _Builder:
         self.tools = []
         self.echo = None
 
-    def prompt(self, text: str) -> None:
-        text = strip_injected(text).strip()
+    def is_handoff(self, lines: list[str]) -> bool:
+        """Does this ``####`` block repeat the reply since the prompt (the architect's answer handed on)?"""
+        said = {ln.strip() for ln in self.reply if len(ln.strip()) > 10}
+        long = [ln.strip() for ln in lines if len(ln.strip()) > 10]
+        if self.user is None or not said or not long:
+            return False
+        return (len(long) >= 2 or len(long[0]) >= 40) and sum(ln in said for ln in long) * 2 >= len(long) and \
+            long[0] in said
+
+    def prompt(self, lines: list[str], first: int) -> None:
+        refs = [_ref(first + i) for i in range(len(lines))]
+        text = strip_injected("\n".join(lines)).strip()
+        if text == _BLANK_INPUT or not "\n".join(lines).strip():
+            for r in refs:
+                self.ledger.skipped(r, "blank input")  # Enter on an empty line: nothing was asked
+            return
         if not text:
             self.close()  # only injected context: its answer is dropped with it
+            self.orphan = "answer to injected context"
+            for r in refs:
+                self.ledger.skipped(r, "injected context")
             return
         if self.echo is not None and text == self.echo and not "\n".join(self.reply).strip():
             self.echo = None  # aider repeats "/code X" as "X": the same prompt
+            for r in refs:
+                self.ledger.folded(r, self.key, "echo of the prompt")
+            return
+        if self.is_handoff(lines):
+            for r in refs:
+                self.ledger.folded(r, self.key, "architect handoff")
             return
         if text.startswith("/"):
             cmd, _, arg = text.partition(" ")
             cmd = cmd.lower()
             arg = arg.strip()
             if cmd in _PROMPT_CMDS and arg:
-                self.open(arg)
+                self.open(arg, refs)
                 self.echo = arg
                 return
             if self.user is not None:
                 self.tools.append(cmd)
                 self.reply.append(f"[aider: {' '.join(text.split())[:_MAX_LINE]}]")
+                for r in refs:
+                    self.ledger.folded(r, self.key, "aider command")
+            else:
+                for r in refs:
+                    self.ledger.skipped(r, "aider command before any prompt")
             return
-        self.open(text)
+        self.open(text, refs)
 
-    def open(self, text: str) -> None:
+    def open(self, text: str, refs: list[str]) -> None:
         self.close()
         self.user = text
+        self.orphan = "text before any prompt"
+        self.key = f"{self.session}#{self.index}"
+        for r in refs:
+            self.ledger.stored(r, self.key, "prompt")
 
-    def output(self, line: str) -> None:
-        if self.user is None:
-            return
-        for pattern, tool in _KEEP_OUTPUT:
-            if pattern.match(line):
-                self.reply.append(f"[aider] {line[:_MAX_LINE]}")
-                if tool not in self.tools:
-                    self.tools.append(tool)
-                return
-
-    def text(self, line: str) -> None:
+    def output(self, line: str, n: int) -> None:
         if self.user is not None:
-            self.echo = None if line.strip() else self.echo
-            self.reply.append(line)
+            for pattern, tool in _KEEP_OUTPUT:
+                if pattern.match(line):
+                    self.reply.append(f"[aider] {line[:_MAX_LINE]}")
+                    if tool not in self.tools:
+                        self.tools.append(tool)
+                    self.ledger.folded(_ref(n), self.key, "aider output")
+                    return
+        self.ledger.skipped(_ref(n), "aider output")
+
+    def text(self, line: str, n: int) -> None:
+        if self.user is None:
+            self.ledger.skipped(_ref(n), "blank" if not line.strip() else self.orphan)
+            return
+        self.echo = None if line.strip() else self.echo
+        self.reply.append(line)
+        if line.strip():
+            self.ledger.stored(_ref(n), self.key, "answer")
+        else:
+            self.ledger.skipped(_ref(n), "blank")
 
 
-def parse_document(data: bytes, name: str = "") -> list[Exchange]:
-    """Exchanges of an aider chat history. Never raises: anything unrecognised is assistant text or dropped."""
-    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+def parse(inp: Input) -> Parsed:
+    """Exchanges of an aider chat history. Never raises: anything unrecognised is assistant text or skipped."""
+    text = inp.data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     b = _Builder()
     prompt_lines: list[str] | None = None
-    for raw in text.split("\n"):
+    first = 0
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no line
+    for n, raw in enumerate(lines, 1):
         line = raw.rstrip()
         if line.startswith("#### ") or line == "####":
             if prompt_lines is None:
-                prompt_lines = []
+                prompt_lines, first = [], n
             prompt_lines.append(line[5:])
             continue
         if prompt_lines is not None:
-            b.prompt("\n".join(prompt_lines))
+            b.prompt(prompt_lines, first)
             prompt_lines = None
         header = _HEADER.match(line)
         if header:
-            b.new_session(header.group(1))
+            b.new_session(header.group(1), n)
         elif line.startswith("> ") or line == ">":
-            b.output(line[2:].strip())
+            b.output(line[2:].strip(), n)
         else:
-            b.text(line)
+            b.text(line, n)
     if prompt_lines is not None:
-        b.prompt("\n".join(prompt_lines))
+        b.prompt(prompt_lines, first)
     b.close()
-    return b.out
+    return Parsed(b.out, b.ledger, replace(inp.context, format=SOURCE_KIND))
+
+
+def parse_document(data: bytes, name: str = "") -> list[Exchange]:
+    """The exchanges of an aider chat history (``parse`` with a fresh context)."""
+    return parse(Input(name=name, data=data, context=CursorContext(format=SOURCE_KIND))).exchanges
+
+
+def detect(probe: Probe) -> bool:
+    """The file name ``.aider.chat.history.md``, or Markdown with a ``# aider chat started at`` line."""
+    return probe.base == HISTORY or re.search(r"^# aider chat started at ", probe.text[:65536], re.M) is not None
+
+
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".md",), names=(HISTORY,),
+                summary="Aider chat histories (.aider.chat.history.md)")

@@ -11,12 +11,19 @@ are dropped, never interleaved. One exchange per human prompt: the prompt and ev
   ``reasoning_recap``) is dropped.
 - An assistant message addressed to a tool (``recipient`` other than ``all``: browser, python, a plugin
   operation) becomes ``[tool: recipient] arg``; the tool's reply becomes ``  -> short result``.
-- Image, audio and other asset parts are named (``[image]``) rather than dropped.
+- Image, audio and other asset parts are named (``[image]``) rather than dropped, and so are uploaded files
+  (``metadata.attachments``: ``[attachment: name]``): a prompt that is only an upload is still a prompt, and
+  its answer is kept.
 - When ``current_node`` is missing or dangling, the newest leaf is taken as the visible end.
+
+Every node of every mapping is accounted for in the ledger (``<conversation index>/<node id>``): stored,
+folded (tool traffic) or skipped (root, hidden, other branch, reasoning...).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +31,9 @@ from mempald.normalize.common import MAX_ARG as _MAX_ARG
 from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
 from mempald.normalize.common import conversation_array
 from mempald.normalize.common import one_line as _one_line
-from mempald.normalize.model import Exchange, strip_injected
+from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange, strip_injected
 
 SOURCE_KIND = "chatgpt"
 AGENT = "chatgpt"
@@ -82,6 +91,19 @@ def content_text(content: Any) -> str:
     return ""
 
 
+def attachments(meta: dict[str, Any]) -> list[str]:
+    """``[attachment: name]`` lines for the files uploaded with a message."""
+    items = meta.get("attachments")
+    out: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            name = item.get("name") if isinstance(item.get("name"), str) else ""
+            line = f"[attachment: {name or 'unnamed'}]"
+            if line not in out:
+                out.append(line)
+    return out
+
+
 def _visible_path(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
     """Message dicts on the visible branch, root first."""
     end = current if isinstance(current, str) and current in mapping else _newest_leaf(mapping)
@@ -121,16 +143,23 @@ def _tool_arg(text: str) -> str:
     return _one_line(" ".join(lines) if lines else text, _MAX_ARG)
 
 
-def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
-    """Exchanges of one conversation object (empty if it has no usable mapping)."""
+def parse_conversation(conv: dict[str, Any], ledger: Ledger | None = None, where: str = "") -> list[Exchange]:
+    """Exchanges of one conversation object (empty if it has no usable mapping); every node accounted for in
+    ``ledger`` as ``<where>/<node id>``."""
+    ledger = ledger if ledger is not None else Ledger()
     mapping = conv.get("mapping")
     if not isinstance(mapping, dict):
+        ledger.skipped(where or "conversation", "no mapping")
         return []
     conv_id = conv.get("id") or conv.get("conversation_id")
     session_id = conv_id if isinstance(conv_id, str) else ""
     title = conv.get("title") if isinstance(conv.get("title"), str) else None
     out: list[Exchange] = []
     turn: dict[str, Any] | None = None
+    orphan = "answer before any prompt"
+
+    def ref(node_id: str) -> str:
+        return f"{where}/{node_id}" if where else node_id
 
     def close() -> None:
         nonlocal turn
@@ -144,7 +173,15 @@ def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
         ))
         turn = None
 
-    for msg in _visible_path(mapping, conv.get("current_node")):
+    visible = _visible_path(mapping, conv.get("current_node"))
+    on_path = {m["_node_id"] for m in visible}
+    for node_id, node in mapping.items():
+        if node_id in on_path:
+            continue
+        has_msg = isinstance(node, dict) and isinstance(node.get("message"), dict)
+        ledger.skipped(ref(str(node_id)), "other branch" if has_msg else "root node")
+    for msg in visible:
+        r = ref(msg["_node_id"])
         author = msg.get("author")
         role = author.get("role") if isinstance(author, dict) else None
         name = author.get("name") if isinstance(author, dict) else None
@@ -152,22 +189,29 @@ def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
         raw_meta = msg.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         if meta.get("is_visually_hidden_from_conversation"):
+            ledger.skipped(r, "hidden")
             continue
         raw_ctype = content.get("content_type") if isinstance(content, dict) else None
         ctype = raw_ctype if isinstance(raw_ctype, str) else None
         text = content_text(content)
         if role == "user":
             if ctype in _SKIP_CONTENT:
+                ledger.skipped(r, "custom instructions" if ctype == "user_editable_context" else str(ctype))
                 continue
-            user = strip_injected(text).strip()
+            user = "\n".join(b for b in [strip_injected(text).strip(), *attachments(meta)] if b)
             close()  # a prompt that was only injected context: its answer is dropped with it
             if not user:
+                orphan = "answer to injected context"
+                ledger.skipped(r, "injected context" if text.strip() else "empty")
                 continue
             ts = iso_from_epoch(msg.get("create_time")) or iso_from_epoch(conv.get("create_time"))
             turn = {"key": str(msg.get("id") or msg["_node_id"]), "user": user, "reply": [], "tools": [],
                     "ts": ts, "model": ""}
+            ledger.stored(r, turn["key"], "prompt")
             continue
         if turn is None or not text.strip():
+            ledger.skipped(r, f"{role or 'unknown'} message" if turn is not None else
+                           orphan if role in ("assistant", "tool") else f"{role or 'unknown'} message")
             continue
         if role == "assistant":
             slug = meta.get("model_slug")
@@ -177,23 +221,55 @@ def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
             if isinstance(recipient, str) and recipient not in ("all", ""):
                 turn["tools"].append(recipient)
                 turn["reply"].append(f"[tool: {recipient}] {_tool_arg(text)}".rstrip())
+                ledger.folded(r, turn["key"], "tool call")
             else:
                 turn["reply"].append(strip_injected(text).strip())
+                ledger.stored(r, turn["key"], "answer")
         elif role == "tool":
             prefix = "  -> error: " if ctype == "system_error" else "  -> "
             label = f"{name}: " if isinstance(name, str) and name and ctype != "system_error" else ""
             turn["reply"].append(prefix + _one_line(label + text, _MAX_RESULT))
+            ledger.folded(r, turn["key"], "tool result")
+        else:
+            ledger.skipped(r, f"{role or 'unknown'} message")
     close()
     return out
 
 
-def parse_document(data: bytes, name: str = "") -> list[Exchange]:
+def parse(inp: Input) -> Parsed:
     """Every conversation in a ``conversations.json`` export (a list, or one conversation object).
 
     Raises NormalizeError only when the bytes are not a ChatGPT export at all.
     """
-    convs = conversation_array(data, name, label="ChatGPT", marker="mapping", marker_type=dict)
+    convs = conversation_array(inp.data, inp.name, label="ChatGPT", marker="mapping", marker_type=dict)
+    ledger = Ledger()
     out: list[Exchange] = []
-    for conv in convs:
-        out.extend(parse_conversation(conv))
-    return out
+    for i, conv in enumerate(convs):
+        out.extend(parse_conversation(conv, ledger, str(i)))
+    return Parsed(out, ledger, replace(inp.context, format=SOURCE_KIND))
+
+
+def detect(probe: Probe) -> bool:
+    """A JSON array of (or one) conversation objects with a ``mapping``; sniffed in a cut head."""
+    doc = probe.document
+    if isinstance(doc, dict):
+        return isinstance(doc.get("mapping"), dict) or (
+            isinstance(doc.get("conversations"), list) and any(
+                isinstance(c, dict) and isinstance(c.get("mapping"), dict) for c in doc["conversations"][:20]))
+    if isinstance(doc, list):
+        return any(isinstance(c, dict) and isinstance(c.get("mapping"), dict) for c in doc[:20])
+    text = probe.text
+    mapping = re.search(r'"mapping"\s*:\s*\{', text)
+    chat = re.search(r'"chat_messages"\s*:\s*\[', text)
+    if mapping is None or (chat is not None and chat.start() < mapping.start()):
+        return False
+    return any(k in text for k in ('"current_node"', '"content_type"', '"author"'))
+
+
+def parse_document(data: bytes, name: str = "") -> list[Exchange]:
+    """The exchanges of a ChatGPT export (``parse`` with a fresh context)."""
+    return parse(Input(name=name, data=data, context=CursorContext(format=SOURCE_KIND))).exchanges
+
+
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json",),
+                summary="ChatGPT data exports (conversations.json)")

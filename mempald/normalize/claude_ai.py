@@ -7,18 +7,24 @@ messages that follow it on the visible branch.
 - session_id is the conversation uuid, title its name, position the turn index, key the human message uuid.
 - Text comes from ``content[]`` text blocks when there are any, else from ``text`` (old exports fill ``text``
   and leave ``content`` empty; newer ones do the opposite).
-- Attachments and files are named in the human text as ``[attachment: name]`` / ``[file: name]`` lines; their
-  extracted content is not copied (it can be a whole document).
+- Attachments and files are named in the human text as ``[attachment: name]`` / ``[file: name]`` lines; the
+  extracted content of an uploaded file is not copied (it can be a whole document). A long paste, which
+  Claude.ai turns into an attachment with no file name, is the human's words: it is kept whole, after a
+  ``[pasted text]`` line.
 - Branches (edits, retries) are rebuilt from ``parent_message_uuid``: from ``current_leaf_message_uuid`` when
   present (web API), else from the root following, at every fork, the child with the latest ``created_at``.
   Without any parent links the list order is the conversation.
 - Assistant ``thinking`` is dropped; ``tool_use`` becomes ``[tool: name] arg`` (artifacts: command and title),
   ``tool_result`` becomes ``  -> short result``; unknown block types are ignored.
 - A non-empty conversation ``summary`` becomes one more exchange of kind ``summary``.
+
+Every message is accounted for in the ledger (``<conversation index>/<message index>``).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 from mempald.normalize.common import MAX_ARG as _MAX_ARG
@@ -26,7 +32,9 @@ from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import conversation_array
 from mempald.normalize.common import one_line as _one_line
-from mempald.normalize.model import Exchange, strip_injected
+from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange, strip_injected
 
 SOURCE_KIND = "claude_ai"
 AGENT = "claude.ai"
@@ -75,18 +83,26 @@ def human_text(msg: dict[str, Any]) -> str:
     texts = [_s(b.get("text")) for b in _blocks(msg) if b.get("type") == "text"]
     text = "\n".join(t for t in texts if t).strip() or _s(msg.get("text")).strip()
     names: list[str] = []
+    pasted: list[str] = []
     for key, label in (("attachments", "attachment"), ("files", "file"), ("files_v2", "file")):
         items = msg.get(key)
         if not isinstance(items, list):
             continue
         for item in items:
-            fname = _s(item.get("file_name")) if isinstance(item, dict) else ""
+            if not isinstance(item, dict):
+                continue
+            fname = _s(item.get("file_name"))
+            content = _s(item.get("extracted_content")).strip()
+            if label == "attachment" and not fname and content:
+                pasted.append(f"[pasted text]\n{content}")  # a long paste: the human's own words
+                continue
             line = f"[{label}: {fname or 'unnamed'}]"
-            if isinstance(item, dict) and line not in names:
+            if line not in names:
                 names.append(line)
     text = strip_injected(text).strip()
-    if names:
-        text = strip_injected((text + "\n" if text else "") + "\n".join(names)).strip()
+    extra = [strip_injected(p).strip() for p in pasted] + names
+    if extra:
+        text = strip_injected("\n".join(b for b in [text, *extra] if b)).strip()
     return text
 
 
@@ -161,12 +177,20 @@ def visible_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
     return path
 
 
-def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
+def parse_conversation(conv: dict[str, Any], ledger: Ledger | None = None, where: str = "") -> list[Exchange]:
+    """Exchanges of one conversation; every message accounted for in ``ledger`` as ``<where>/<index>``."""
+    ledger = ledger if ledger is not None else Ledger()
     uuid = conv.get("uuid")
     session_id = uuid if isinstance(uuid, str) else ""
     title = _s(conv.get("name")) or None
     out: list[Exchange] = []
     turn: dict[str, Any] | None = None
+    orphan = "answer before any prompt"
+    raw = conv.get("chat_messages")
+    index = {id(m): i for i, m in enumerate(raw)} if isinstance(raw, list) else {}
+
+    def ref(m: dict[str, Any]) -> str:
+        return f"{where}/{index.get(id(m), '?')}" if where else str(index.get(id(m), "?"))
 
     def close() -> None:
         nonlocal turn
@@ -179,19 +203,35 @@ def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
         ))
         turn = None
 
-    for i, msg in enumerate(visible_messages(conv)):
+    visible = visible_messages(conv)
+    shown = {id(m) for m in visible}
+    for i, m in enumerate(raw if isinstance(raw, list) else []):
+        if id(m) not in shown:
+            ledger.skipped(f"{where}/{i}" if where else str(i), "other branch" if isinstance(m, dict) else
+                           "not an object")
+    for i, msg in enumerate(visible):
+        r = ref(msg)
         sender = msg.get("sender")
         if sender == "human":
             user = human_text(msg)
             close()  # a prompt that was only injected context: its answer is dropped with it
             if not user:
+                orphan = "answer to injected context"
+                ledger.skipped(r, "injected context")
                 continue
             key = _s(msg.get("uuid")) or f"{session_id}:{i}"
             turn = {"key": key, "user": user, "reply": [], "tools": [], "ts": _s(msg.get("created_at")) or None}
+            ledger.stored(r, key, "prompt")
         elif sender == "assistant" and turn is not None:
             lines, tools = assistant_parts(msg)
             turn["reply"].extend(lines)
             turn["tools"].extend(tools)
+            if lines:
+                ledger.stored(r, turn["key"], "answer")
+            else:
+                ledger.skipped(r, "no text")
+        else:
+            ledger.skipped(r, orphan if sender == "assistant" else f"{sender or 'unknown'} message")
     close()
     summary = _s(conv.get("summary")).strip()
     if summary:
@@ -203,10 +243,30 @@ def parse_conversation(conv: dict[str, Any]) -> list[Exchange]:
     return out
 
 
-def parse_document(data: bytes, name: str = "") -> list[Exchange]:
+def parse(inp: Input) -> Parsed:
     """Every conversation in a Claude.ai export file. NormalizeError only if it is not such a file at all."""
-    convs = conversation_array(data, name, label="Claude.ai", marker="chat_messages", marker_type=list)
+    convs = conversation_array(inp.data, inp.name, label="Claude.ai", marker="chat_messages", marker_type=list)
+    ledger = Ledger()
     out: list[Exchange] = []
-    for conv in convs:
-        out.extend(parse_conversation(conv))
-    return out
+    for i, conv in enumerate(convs):
+        out.extend(parse_conversation(conv, ledger, str(i)))
+    return Parsed(out, ledger, replace(inp.context, format=SOURCE_KIND))
+
+
+def parse_document(data: bytes, name: str = "") -> list[Exchange]:
+    """The exchanges of a Claude.ai export file (``parse`` with a fresh context)."""
+    return parse(Input(name=name, data=data, context=CursorContext(format=SOURCE_KIND))).exchanges
+
+
+def detect(probe: Probe) -> bool:
+    """A JSON array of (or one) conversation objects with ``chat_messages``; sniffed in a cut head."""
+    doc = probe.document
+    if isinstance(doc, dict):
+        return isinstance(doc.get("chat_messages"), list)
+    if isinstance(doc, list):
+        return any(isinstance(c, dict) and isinstance(c.get("chat_messages"), list) for c in doc[:20])
+    return probe.text.startswith(("{", "[")) and re.search(r'"chat_messages"\s*:\s*\[', probe.text) is not None
+
+
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json",),
+                summary="Claude.ai data exports (conversations.json, conversations-NNNN.json)")

@@ -1,18 +1,29 @@
-"""Gemini CLI chat files (``~/.gemini/tmp/<projectHash>/chats/session-*.json``), SCHEMAS.md section 6.1.
+"""Gemini CLI chats (``~/.gemini/tmp/<project>/chats/``), SCHEMAS.md section 6.1, in their three shapes:
 
-One JSON object ``{sessionId, projectHash, startTime, lastUpdated, messages[], summary?}``, rewritten whole on
-every update, so the reader re-reads the whole file and keys must not depend on byte offsets: the key is the
-id of the user message.
+- a session file ``session-*.json``: one object ``{sessionId, projectHash, startTime, lastUpdated, messages[],
+  summary?}``, rewritten whole on every update;
+- a session file ``session-*.jsonl`` (Gemini CLI 0.45+): a header line ``{sessionId, projectHash, startTime,
+  lastUpdated, kind}``, then message records ``{id, timestamp, type, content, ...}`` (a message written again
+  replaces its earlier copy in place), ``{"$set": {"messages": [...]}}`` (the whole list replaced),
+  ``{"$set": {"lastUpdated"}}`` heartbeats and ``{"$rewindTo": id}`` (that message and every later one gone);
+- a ``/chat save`` checkpoint ``checkpoint-<tag>.json``: a bare array of ``{role: user|model, parts[]}``.
 
-One exchange per ``user`` message: the prompt plus the ``gemini`` messages after it. Tool calls become
-``[tool: name] arg`` lines with a ``  -> short result`` (or ``  -> cancelled`` / ``  -> error: ...``);
-``info``/``error``/``warning`` messages (e.g. "Request cancelled.") become ``[info] ...`` lines; thoughts are
-dropped. ``content`` may be a string or a list of parts (``{text}``).
+All three are read whole (the reader re-reads the file when it changes); keys do not depend on byte offsets:
+a message's id, or ``<session>:<index>`` where there is none.
+
+One exchange per prompt: the prompt plus the model messages after it, up to the next prompt. A ``user``
+message that carries only ``functionResponse`` parts is a tool result (folded into the exchange, never a
+prompt); the ``<session_context>`` preamble and the checkpoint's "This is the Gemini CLI. We are setting up the
+context" are injected context (the working directory they name becomes the session's cwd), and so are the
+"User has manually exited Plan Mode" / "Plan approved" notices and IDE context summaries. Tool calls become
+``[tool: name] arg`` with ``  -> result`` (``cancelled``, ``error: ...``); ``info``/``error``/``warning``
+messages become ``[info] ...`` lines; thoughts are dropped.
 """
 
 from __future__ import annotations
 
-import json
+import re
+from dataclasses import replace
 from typing import Any
 
 from mempald.normalize.common import MAX_ARG as _MAX_ARG
@@ -20,14 +31,21 @@ from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
 from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import one_line as _one_line
-from mempald.normalize.model import Exchange, NormalizeError, strip_injected
+from mempald.normalize.format import Format, Input, Parsed, Probe, loads
+from mempald.normalize.gemini_log import Message, checkpoint_messages, jsonl_messages, session_messages
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange, NormalizeError, strip_injected
 
 SOURCE_KIND = "gemini"
 AGENT = "gemini"
-
 FILE_TOOLS = frozenset({"read_file", "write_file", "replace", "edit", "read_many_files"})
 _ARG_KEYS = ("command", "file_path", "absolute_path", "path", "dir_path", "pattern", "query", "url", "prompt",
              "description")
+_CONTEXT_PREFIXES = ("<session_context>", "This is the Gemini CLI. We are setting up the context")
+_NOTICES = ("User has manually exited Plan Mode", "Plan approved. Switching to",
+            "Here is a summary of changes in the user's editor context")
+_CWD = (re.compile(r"I'm currently working in the directory: (\S.*?)\s*$", re.M),
+        re.compile(r"\*\*Workspace Directories:\*\*\s*\n\s*-\s*(\S.*?)\s*$", re.M))
 
 
 def content_text(content: Any) -> str:
@@ -41,17 +59,31 @@ def content_text(content: Any) -> str:
     return ""
 
 
-def _tool_lines(call: dict[str, Any]) -> tuple[str, list[str]]:
-    name = _s(call.get("name")) or _s(call.get("displayName")) or "tool"
-    args = call.get("args")
-    arg = ""
+def _parts(content: Any) -> list[dict[str, Any]]:
+    return [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+
+
+def _arg(args: Any) -> str:
     if isinstance(args, dict):
         for key in _ARG_KEYS:
             val = args.get(key)
             if isinstance(val, str) and val.strip():
-                arg = val
-                break
-    lines = [f"[tool: {name}] {_one_line(arg, _MAX_ARG)}".rstrip()]
+                return val
+    return ""
+
+
+def _response_text(resp: Any) -> str:
+    if isinstance(resp, dict):
+        for key in ("output", "error", "content"):
+            val = resp.get(key)
+            if isinstance(val, str) and val.strip():
+                return val
+    return ""
+
+
+def _tool_lines(call: dict[str, Any]) -> tuple[str, list[str]]:
+    name = _s(call.get("name")) or _s(call.get("displayName")) or "tool"
+    lines = [f"[tool: {name}] {_one_line(_arg(call.get('args')), _MAX_ARG)}".rstrip()]
     status = _s(call.get("status"))
     result = _result_text(call)
     if status in ("cancelled", "canceled"):
@@ -85,77 +117,183 @@ def _result_text(call: dict[str, Any]) -> str:
     if isinstance(result, list):
         for item in result:
             fr = item.get("functionResponse") if isinstance(item, dict) else None
-            resp = fr.get("response") if isinstance(fr, dict) else None
-            if isinstance(resp, dict):
-                for key in ("output", "error", "content"):
-                    val = resp.get(key)
-                    if isinstance(val, str) and val.strip():
-                        return val
+            text = _response_text(fr.get("response")) if isinstance(fr, dict) else ""
+            if text:
+                return text
     return ""
 
 
-def parse_session(doc: dict[str, Any], name: str = "") -> list[Exchange]:
-    sid = doc.get("sessionId")
-    session_id = sid if isinstance(sid, str) else (name.rsplit(".", 1)[0] if name else "")
-    title = _s(doc.get("summary")).strip() or None
-    messages = doc.get("messages")
-    out: list[Exchange] = []
-    turn: dict[str, Any] | None = None
+def _session_cwd(text: str) -> str:
+    for rx in _CWD:
+        m = rx.search(text)
+        if m:
+            return m.group(1).strip()
+    return ""
 
-    def close() -> None:
-        nonlocal turn
+
+class _Reader:
+    def __init__(self, session_id: str, title: str | None, ctx: CursorContext) -> None:
+        self.session_id = session_id
+        self.title = title
+        self.ctx = ctx
+        self.out: list[Exchange] = []
+        self.ledger = Ledger()
+        self.turn: dict[str, Any] | None = None
+        self.orphan = "answer before any prompt"
+
+    def close(self) -> None:
+        turn = self.turn
         if turn is None:
             return
+        self.turn = None
         extra = (("model", turn["model"]),) if turn["model"] else ()
-        out.append(Exchange(
-            source_kind=SOURCE_KIND, session_id=session_id, key=turn["key"], user=turn["user"],
-            assistant="\n".join(turn["reply"]).strip(), timestamp=turn["ts"], agent=AGENT, title=title,
-            position=len(out), tools=tuple(turn["tools"]), extra=extra, files=tuple(turn["files"]),
+        self.out.append(Exchange(
+            source_kind=SOURCE_KIND, session_id=self.session_id, key=turn["key"], user=turn["user"],
+            assistant="\n".join(turn["reply"]).strip(), timestamp=turn["ts"], agent=AGENT, title=self.title,
+            position=self.ctx.position + len(self.out), tools=tuple(turn["tools"]), extra=extra,
+            files=tuple(turn["files"]), cwd=self.ctx.cwd or None, project=self.ctx.cwd or None,
         ))
-        turn = None
 
-    for i, msg in enumerate(messages if isinstance(messages, list) else []):
-        if not isinstance(msg, dict):
-            continue
+    def message(self, m: Message, msg: dict[str, Any]) -> None:
         mtype = msg.get("type")
-        text = content_text(msg.get("content"))
+        if mtype is None and msg.get("role") in ("user", "model"):
+            mtype = "user" if msg["role"] == "user" else "gemini"
+        content = msg.get("content", msg.get("parts"))
+        text = content_text(content)
+        parts = _parts(content)
         if mtype == "user":
-            user = strip_injected(text).strip()
-            close()  # a prompt that was only injected context: its answer is dropped with it
-            if not user:
-                continue
-            key = _s(msg.get("id")) or f"{session_id}:{i}"
-            turn = {"key": key, "user": user, "reply": [], "tools": [], "ts": _s(msg.get("timestamp")) or None,
-                    "model": "", "files": []}
-            continue
-        if turn is None:
-            continue
+            responses = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), dict)]
+            if responses and not text.strip():
+                self.tool_responses(m, responses)
+                return
+            self.user(m, msg, text)
+            return
+        if self.turn is None:
+            self.ledger.skipped(m.ref, self.orphan if mtype in ("gemini", "model", "assistant") else
+                                f"{mtype or 'untyped'} message before any prompt")
+            return
+        turn = self.turn
         if mtype in ("gemini", "model", "assistant"):
-            if text.strip():
+            said = bool(text.strip())
+            if said:
                 turn["reply"].append(strip_injected(text).strip())
             model = msg.get("model")
             if isinstance(model, str) and model and not turn["model"]:
                 turn["model"] = model
-            calls = msg.get("toolCalls")
-            for call in calls if isinstance(calls, list) else []:
-                if isinstance(call, dict):
-                    tool, lines = _tool_lines(call)
-                    turn["tools"].append(tool)
-                    turn["reply"].extend(lines)
-                    for f in call_files(call):
-                        add_unique(turn["files"], f)
+            calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)] if isinstance(
+                msg.get("toolCalls"), list) else []
+            calls += [{"name": p["functionCall"].get("name"), "args": p["functionCall"].get("args")}
+                      for p in parts if isinstance(p.get("functionCall"), dict)]
+            for call in calls:
+                tool, lines = _tool_lines(call)
+                turn["tools"].append(tool)
+                turn["reply"].extend(lines)
+                for f in call_files(call):
+                    add_unique(turn["files"], f)
+            if said:
+                self.ledger.stored(m.ref, turn["key"], "answer")
+            elif calls:
+                self.ledger.folded(m.ref, turn["key"], "tool call")
+            else:
+                self.ledger.skipped(m.ref, "thoughts only" if msg.get("thoughts") else "empty")
         elif mtype in ("info", "error", "warning") and text.strip():
             turn["reply"].append(f"[{mtype}] {_one_line(text, _MAX_RESULT)}")
-    close()
-    return out
+            self.ledger.folded(m.ref, turn["key"], f"{mtype} message")
+        else:
+            self.ledger.skipped(m.ref, f"{mtype or 'untyped'} message" if text.strip() else "empty")
+
+    def tool_responses(self, m: Message, responses: list[dict[str, Any]]) -> None:
+        if self.turn is None:
+            self.ledger.skipped(m.ref, "tool result before any prompt")
+            return
+        for fr in responses:
+            result = _response_text(fr.get("response"))
+            if result:
+                err = isinstance(fr.get("response"), dict) and "error" in fr["response"]
+                self.turn["reply"].append(("  -> error: " if err else "  -> ") + _one_line(result, _MAX_RESULT))
+        self.ledger.folded(m.ref, self.turn["key"], "tool result")
+
+    def user(self, m: Message, msg: dict[str, Any], text: str) -> None:
+        stripped = text.strip()
+        if stripped.startswith(_CONTEXT_PREFIXES):
+            self.close()
+            cwd = _session_cwd(stripped)
+            if cwd and not self.ctx.cwd:
+                self.ctx = replace(self.ctx, cwd=cwd)
+            self.orphan = "answer to injected context"
+            self.ledger.skipped(m.ref, "session context")
+            return
+        if stripped.startswith(_NOTICES):
+            self.ledger.skipped(m.ref, "mode notice" if not stripped.startswith("Here is") else "IDE context")
+            return
+        user = strip_injected(text).strip()
+        self.close()  # a prompt that was only injected context: its answer is dropped with it
+        if not user:
+            self.orphan = "answer to injected context"
+            self.ledger.skipped(m.ref, "injected context" if stripped else "empty")
+            return
+        key = _s(msg.get("id")) or f"{self.session_id}:{m.index}"
+        self.turn = {"key": key, "user": user, "reply": [], "tools": [], "files": [], "model": "",
+                     "ts": _s(msg.get("timestamp")) or None}
+        self.ledger.stored(m.ref, key, "prompt")
+
+
+def parse(inp: Input) -> Parsed:
+    """Exchanges of one Gemini CLI chat file (any shape). NormalizeError if it is none of them."""
+    name = inp.name.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if name else ""
+    root = loads(inp.data)
+    ledger = Ledger()
+    if isinstance(root, dict) and isinstance(root.get("messages"), list):
+        sid = root.get("sessionId")
+        session_id = sid if isinstance(sid, str) else stem
+        title = _s(root.get("summary")).strip() or None
+        messages = session_messages(root["messages"])
+    elif isinstance(root, list) and root and all(isinstance(c, dict) and "role" in c and "parts" in c for c in root):
+        session_id, title = inp.context.session_id or stem, None
+        messages = checkpoint_messages(root)
+    elif root is None:
+        log = jsonl_messages(inp.data, ledger)
+        if log is None:
+            raise NormalizeError(f"{inp.name or 'document'}: not a Gemini CLI chat")
+        session_id, messages = log.session_id or stem, log.messages
+        title = None
+    else:
+        raise NormalizeError(f"{inp.name or 'document'}: not a Gemini CLI session (no 'messages' list)")
+    reader = _Reader(session_id, title, replace(inp.context, format=SOURCE_KIND, session_id=session_id))
+    reader.ledger = ledger
+    for m in messages:
+        if m.body is None:
+            reader.ledger.skipped(m.ref, "not an object")
+        else:
+            reader.message(m, m.body)
+    reader.close()
+    return Parsed(reader.out, reader.ledger, reader.ctx)
 
 
 def parse_document(data: bytes, name: str = "") -> list[Exchange]:
-    """Exchanges of one Gemini CLI session file. NormalizeError if it is not one at all."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise NormalizeError(f"{name or 'document'}: not JSON ({type(exc).__name__})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        raise NormalizeError(f"{name or 'document'}: not a Gemini CLI session (no 'messages' list)")
-    return parse_session(doc, name)
+    """The exchanges of one Gemini CLI chat file (``parse`` with a fresh context)."""
+    return parse(Input(name=name, data=data, context=CursorContext(format=SOURCE_KIND))).exchanges
+
+
+def detect(probe: Probe) -> bool:
+    """A session object (``sessionId`` + ``projectHash`` + ``messages``), a JSONL chat whose first line is such a
+    header, or a checkpoint (an array of ``{role, parts}``)."""
+    doc = probe.document
+    if isinstance(doc, dict):
+        return "sessionId" in doc and "projectHash" in doc and isinstance(doc.get("messages"), list)
+    if isinstance(doc, list):
+        return bool(doc) and all(isinstance(c, dict) and c.get("role") in ("user", "model") and
+                                 isinstance(c.get("parts"), list) for c in doc[:5])
+    first = probe.records[0] if probe.records else None
+    if first is not None and "sessionId" in first and "projectHash" in first and "startTime" in first:
+        return True
+    text = probe.text
+    if text.startswith("["):
+        return re.match(r'\[\s*\{\s*"role"\s*:\s*"(?:user|model)"\s*,\s*"parts"\s*:', text) is not None
+    return text.startswith("{") and '"sessionId"' in text[:4096] and '"projectHash"' in text[:4096] and (
+        re.search(r'"messages"\s*:\s*\[', text) is not None or '"startTime"' in text[:4096])
+
+
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"),
+                summary="Gemini CLI chats and /chat save checkpoints (~/.gemini/tmp)")

@@ -13,8 +13,11 @@ Never raises, for any bytes (undecodable bytes become U+FFFD). session_id is ``n
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from mempald.normalize.model import Exchange, strip_injected
+from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange, strip_injected
 
 SOURCE_KIND = "text"
 NOTE_CHARS = 800
@@ -78,52 +81,90 @@ def _title(lines: list[str], name: str) -> str | None:
     return name or None
 
 
-def parse_document(data: bytes, name: str = "") -> list[Exchange]:
-    """Exchanges (quoted turns) or notes (paragraph groups) of any bytes. Never raises."""
-    text = data.decode("utf-8", errors="replace")
+def parse(inp: Input) -> Parsed:
+    """Exchanges (quoted turns) or notes (paragraph groups) of any bytes; every line accounted for (``line N``).
+    Never raises."""
+    name = inp.name
+    text = inp.data.decode("utf-8", errors="replace")
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     text = strip_injected(text)
     lines = text.split("\n")
     title = _title(lines, name)
     out: list[Exchange] = []
+    ledger = Ledger()
 
-    def note(body: str) -> None:
-        for chunk in chunk_paragraphs(body):
+    def note(body: list[tuple[int, str]]) -> None:
+        first = len(out)
+        for chunk in chunk_paragraphs("\n".join(ln for _, ln in body)):
             out.append(Exchange(source_kind=SOURCE_KIND, session_id=name, key=f"note:{len(out)}", user="",
                                 assistant=chunk, title=title, position=len(out), kind="note"))
+        at = first
+        for n, ln in body:
+            if not ln.strip():
+                ledger.skipped(f"line {n}", "blank")
+                continue
+            probe = ln.strip()[:NOTE_CHARS]
+            while at < len(out) - 1 and probe not in out[at].assistant:
+                at += 1
+            ledger.stored(f"line {n}", out[at].key if at < len(out) else "", "note")
 
+    numbered = list(enumerate(lines, 1))
+    if numbered and numbered[-1][1] == "":
+        numbered.pop()  # the newline that ends the last line starts no line
     if not any(line.startswith("> ") for line in lines):
-        note(text)
-        return out
+        note(numbered)
+        return Parsed(out, ledger, replace(inp.context, format=SOURCE_KIND))
 
-    preamble: list[str] = []
-    user: list[str] | None = None
-    answer: list[str] = []
+    preamble: list[tuple[int, str]] = []
+    user: list[tuple[int, str]] | None = None
+    answer: list[tuple[int, str]] = []
 
     def close() -> None:
         if user is None:
             return
-        prompt = "\n".join(user).strip()
-        reply = "\n".join(answer).strip()
+        prompt = "\n".join(ln for _, ln in user).strip()
+        reply = "\n".join(ln for _, ln in answer).strip()
         if prompt:
-            out.append(Exchange(source_kind=SOURCE_KIND, session_id=name, key=f"turn:{len(out)}", user=prompt,
+            key = f"turn:{len(out)}"
+            out.append(Exchange(source_kind=SOURCE_KIND, session_id=name, key=key, user=prompt,
                                 assistant=reply, title=title, position=len(out)))
-        elif reply:
-            note(reply)
+            for n, ln in user + answer:
+                if ln.strip() and ln.strip() != ">":
+                    ledger.stored(f"line {n}", key, "turn")
+                else:
+                    ledger.skipped(f"line {n}", "blank")
+        else:
+            for n, _ in user:
+                ledger.skipped(f"line {n}", "blank")
+            note(answer)
 
     in_quote = False
-    for line in lines:
+    for n, line in numbered:
         if _is_quote(line):
             if user is None or not in_quote:
                 if user is None:
-                    note("\n".join(preamble))
+                    note(preamble)
                 close()
                 user, answer, in_quote = [], [], True
-            user.append(_unquote(line))
+            user.append((n, _unquote(line)))
         else:
             in_quote = False
-            (answer if user is not None else preamble).append(line)
+            (answer if user is not None else preamble).append((n, line))
     if user is None:
-        note("\n".join(preamble))
+        note(preamble)
     close()
-    return out
+    return Parsed(out, ledger, replace(inp.context, format=SOURCE_KIND))
+
+
+def parse_document(data: bytes, name: str = "") -> list[Exchange]:
+    """Exchanges (quoted turns) or notes (paragraph groups) of any bytes (``parse`` with a fresh context)."""
+    return parse(Input(name=name, data=data, context=CursorContext(format=SOURCE_KIND))).exchanges
+
+
+def detect(probe: Probe) -> bool:
+    """Any text: the fallback for files no other format claims (JSON files in no known format excepted)."""
+    return not probe.text.startswith(("{", "["))
+
+
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".md", ".txt", ".markdown"),
+                summary="plain text and Markdown notes (quoted '> ' turns read as exchanges)")

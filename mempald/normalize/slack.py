@@ -26,14 +26,16 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import one_line as _one_line
-from mempald.normalize.model import Exchange, NormalizeError, strip_injected
+from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange, NormalizeError, strip_injected
 
 SOURCE_KIND = "slack"
 AGENT = "slack"
@@ -51,6 +53,8 @@ _LINK = re.compile(r"<([^<>]*)>")
 _LABELLED_MENTION = re.compile(r"<@([A-Z0-9]+)\|([^<>|]+)>")
 _TOKEN = re.compile(r"([?&])t=xox[a-zA-Z]*-[^\s&<>|\"')\]]*(&?)")
 _MAX_ATTACH = 300
+_META_FILES = frozenset({"users.json", "channels.json", "groups.json", "dms.json", "mpims.json",
+                         "integration_logs.json", "canvases.json", "org_users.json"})
 _MAX_DEPTH = 12
 
 
@@ -254,11 +258,27 @@ class _Unit:
 
 def parse_export(files: Mapping[str, bytes]) -> list[Exchange]:
     """Threads and channel-days of a Slack export. NormalizeError if ``files`` is not a Slack export at all."""
+    return parse(Input(files=files, context=CursorContext(format=SOURCE_KIND))).exchanges
+
+
+def _skip_reason(msg: dict[str, Any]) -> str:
+    subtype = msg.get("subtype")
+    return f"slack event: {subtype}" if isinstance(subtype, str) and subtype in SKIP_SUBTYPES else "hidden message"
+
+
+def parse(inp: Input) -> Parsed:
+    """Threads and channel-days of a Slack export folder (``inp.files``); every message of every day file
+    accounted for as ``<path>#<index>``, the other files as ``<path>``."""
+    files = inp.files
+    ledger = Ledger()
     day_files = []
     for path in files:
         m = _DAY_FILE.search(path.replace("\\", "/"))
         if m:
             day_files.append((m.group(1), m.group(2), path))
+        else:
+            known = PurePosixPath(path.replace("\\", "/")).name in _META_FILES
+            ledger.skipped(path, "export directory" if known else "not a day file")
     names = {PurePosixPath(p.replace("\\", "/")).name for p in files}
     if not day_files and not names & {"users.json", "channels.json"}:
         raise NormalizeError("not a Slack export: no users.json, channels.json or <channel>/YYYY-MM-DD.json")
@@ -277,18 +297,24 @@ def parse_export(files: Mapping[str, bytes]) -> list[Exchange]:
     for folder, day, path in sorted(day_files):
         channel = d.channels.get(folder, folder)
         root = loaded[path]
-        for msg in root if isinstance(root, list) else []:
+        if not isinstance(root, list):
+            ledger.skipped(path, "not a message list")
+            continue
+        for i, msg in enumerate(root):
+            ref = f"{path}#{i}"
             if not isinstance(msg, dict):
+                ledger.skipped(ref, "not an object")
                 continue
             ts = msg.get("ts")
             if not isinstance(ts, str) or (channel, ts) in seen:
+                ledger.skipped(ref, "duplicate" if isinstance(ts, str) else "no ts")
                 continue
             seen.add((channel, ts))
             thread_ts = msg.get("thread_ts")
             if isinstance(thread_ts, str) and thread_ts:
-                threads.setdefault((channel, thread_ts), []).append({**msg, "_day": day})
+                threads.setdefault((channel, thread_ts), []).append({**msg, "_day": day, "_ref": ref})
             else:
-                days.setdefault((channel, day), []).append(msg)
+                days.setdefault((channel, day), []).append({**msg, "_ref": ref})
     for (channel, thread_ts), msgs in list(threads.items()):
         if len(msgs) == 1 and msgs[0].get("ts") == thread_ts:  # a "thread" without replies
             del threads[(channel, thread_ts)]
@@ -306,13 +332,6 @@ def parse_export(files: Mapping[str, bytes]) -> list[Exchange]:
     out: list[Exchange] = []
     position: dict[str, int] = {}
     for unit in units:
-        lines = [render_message(m, d) for m in unit.messages if not _skipped(m)]
-        lines = [ln for ln in lines if ln]
-        if not lines:
-            continue
-        pos = position.get(unit.channel, 0)
-        position[unit.channel] = pos + 1
-        first_ts = unit.messages[0]["ts"]
         if unit.kind == "thread":
             key = f"{unit.chan_key}:thread:{unit.ident}"
             extra: tuple[tuple[str, str], ...] = (("channel", unit.channel), ("thread_ts", unit.ident))
@@ -321,8 +340,33 @@ def parse_export(files: Mapping[str, bytes]) -> list[Exchange]:
             key = f"{unit.chan_key}:day:{unit.ident}"
             extra = (("channel", unit.channel), ("day", unit.ident))
             title = f"#{unit.channel} {unit.ident}"
+        lines = []
+        kept = []
+        for msg in unit.messages:
+            line = "" if _skipped(msg) else render_message(msg, d)
+            if line:
+                lines.append(line)
+                kept.append(msg["_ref"])
+            else:
+                ledger.skipped(msg["_ref"], _skip_reason(msg) if _skipped(msg) else "empty message")
+        if not lines:
+            continue
+        for ref in kept:
+            ledger.stored(ref, key, "message")
+        pos = position.get(unit.channel, 0)
+        position[unit.channel] = pos + 1
+        first_ts = unit.messages[0]["ts"]
         out.append(Exchange(
             source_kind=SOURCE_KIND, session_id=unit.channel, key=key, user="\n".join(lines), assistant="",
             timestamp=_iso(first_ts), agent=AGENT, title=title, position=pos, kind=unit.kind, extra=extra,
         ))
-    return out
+    return Parsed(out, ledger, replace(inp.context, format=SOURCE_KIND, files=len(files)))
+
+
+def detect(probe: Probe) -> bool:
+    """A folder holding ``users.json`` beside ``channels.json`` (or ``groups``/``dms``/``mpims.json``)."""
+    base = probe.entry_names
+    return "users.json" in base and bool(base & {"channels.json", "groups.json", "dms.json", "mpims.json"})
+
+
+FORMAT = Format(SOURCE_KIND, "folder", detect, parse, summary="Slack workspace exports (official, slackdump)")

@@ -93,7 +93,7 @@ class StatusReport:
                 "exists": s.root.exists(), "files": len(mine),
                 "exchanges": sum(c.exchanges for c in mine),
                 "backlog_files": sum(1 for p in pending if s.owns(Path(p))),
-                "backlog_bytes": sum(max(0, c.size - int(c.context.get("read_end", c.offset))) for c in mine),
+                "backlog_bytes": sum(max(0, c.size - (c.context.read_end or c.offset)) for c in mine),
                 "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
                 "skipped": dict(st.skipped) if st else {},
                 "redactions": counters.get(s.key, {}).get("redactions", 0),

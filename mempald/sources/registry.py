@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mempald.config import Settings, SourceSpec
-
-CONVO_SUFFIXES = (".jsonl", ".json", ".md", ".txt", ".markdown")
+from mempald.normalize import registry as formats
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +45,8 @@ class Source:
         if self.fmt == "slack":
             return path == self.root or name.endswith(".json")
         if self.mode == "convos":
-            if name.endswith(CONVO_SUFFIXES) and not name.startswith("."):
-                return True
-            return name == ".aider.chat.history.md" or (self.fmt == "auto" and is_slack_export(path))
+            # the format registry knows which file names its formats read (suffixes, exact names)
+            return formats.wanted(name) or (self.fmt == "auto" and is_slack_export(path))
         if self.mode == "pack":
             return name.endswith((".md", ".markdown"))
         return True
@@ -96,15 +94,15 @@ class Source:
 
 
 def is_slack_export(folder: Path) -> bool:
-    """Does ``folder`` hold a Slack export (users.json beside channels/groups/dms/mpims.json)?"""
+    """Does ``folder`` hold a Slack export (the registry's folder format: users.json beside
+    channels/groups/dms/mpims.json)?"""
     if not (folder / "users.json").is_file():
         return False
-    from mempald.normalize.detect import detect_dir
-
     try:
-        return detect_dir(p.name for p in folder.iterdir()) == "slack"
+        found = formats.detect_folder(p.name for p in folder.iterdir())
     except OSError:
         return False
+    return found is not None and found.name == "slack"
 
 
 def resolve_sources(settings: Settings) -> list[Source]:

@@ -84,7 +84,7 @@ class Scanner:
                 cur = cursors.get(str(path))
                 if stat.S_ISDIR(st.st_mode):  # a Slack export (the only folder unit): changed when any file is
                     n, size, mtime = folder_signature(path)
-                    if cur is None or (cur.inode, cur.size, cur.mtime) != (n, size, mtime):
+                    if cur is None or not cur.same_folder(n, size, mtime):
                         found.append((mtime, path))
                 elif cur is None or not cur.same_file(st):
                     found.append((st.st_mtime, path))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mempald.normalize.model import CursorContext
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cursors (
     path TEXT PRIMARY KEY,
@@ -48,6 +50,9 @@ CREATE TABLE IF NOT EXISTS audit (
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
+    """Where reading one unit (a file, or a Slack export folder) stopped, and what its reader keeps about it
+    (``context``, typed: ``CursorContext``, stored as JSON)."""
+
     path: str
     source: str
     inode: int
@@ -55,12 +60,29 @@ class Cursor:
     mtime: float
     offset: int
     prefix_hash: str
-    context: dict[str, str]
+    context: CursorContext
     exchanges: int = 0
 
     def same_file(self, st: os.stat_result) -> bool:
         """The file is the one this cursor last saw, unchanged (same inode, size and mtime)."""
         return (self.inode, self.size, self.mtime) == (st.st_ino, st.st_size, st.st_mtime)
+
+    def same_folder(self, files: int, size: int, mtime: float) -> bool:
+        """A folder unit is as this cursor last saw it: the same number of files, total size and newest mtime."""
+        return (self.context.files, self.size, self.mtime) == (files, size, mtime)
+
+
+def _context(raw: str, inode: int) -> CursorContext:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = {}
+    # Slack cursors written before the typed context kept the export's file count in the inode column
+    return CursorContext.from_json(data if isinstance(data, dict) else {}, legacy_files=inode)
+
+
+def _cursor(row: tuple[Any, ...]) -> Cursor:
+    return Cursor(row[0], row[1], row[2], row[3], row[4], row[5], row[6], _context(row[7], row[2]), row[8])
 
 
 class State:
@@ -87,7 +109,7 @@ class State:
             ).fetchone()
         if row is None:
             return None
-        return Cursor(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8])
+        return _cursor(row)
 
     def all_cursors(self, source: str | None = None) -> dict[str, Cursor]:
         q = "SELECT path, source, inode, size, mtime, offset, prefix_hash, context, exchanges FROM cursors"
@@ -97,7 +119,7 @@ class State:
             args = (source,)
         with self.lock:
             rows = self.conn.execute(q, args).fetchall()
-        return {r[0]: Cursor(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8]) for r in rows}
+        return {r[0]: _cursor(r) for r in rows}
 
     def put_cursor(self, c: Cursor) -> None:
         with self.lock:
@@ -107,7 +129,7 @@ class State:
                 " inode=excluded.inode, size=excluded.size, mtime=excluded.mtime, offset=excluded.offset,"
                 " prefix_hash=excluded.prefix_hash, context=excluded.context, exchanges=excluded.exchanges,"
                 " updated_at=excluded.updated_at",
-                (c.path, c.source, c.inode, c.size, c.mtime, c.offset, c.prefix_hash, json.dumps(c.context),
+                (c.path, c.source, c.inode, c.size, c.mtime, c.offset, c.prefix_hash, json.dumps(c.context.to_json()),
                  c.exchanges, time.time()),
             )
 

@@ -67,7 +67,7 @@ def test_subagent_attributed_to_parent(formats_dir: Path) -> None:
 
 
 def _rec(**kw: object) -> bytes:
-    base = {"sessionId": "s", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z"}
+    base: dict[str, object] = {"sessionId": "s", "cwd": "/p", "timestamp": "2026-01-01T00:00:00Z"}
     base.update(kw)
     return json.dumps(base).encode()
 

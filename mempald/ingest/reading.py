@@ -1,0 +1,204 @@
+"""Reading one unit by what its format reads (under the unit's lock, held by ``Ingestor``).
+
+- ``lines`` (JSONL transcripts): the complete lines after the cursor; the cursor stays at the first line of the
+  last exchange (it may still grow) and keeps the format's ``CursorContext``;
+- ``document`` (exports, Gemini chats, Aider histories, notes): the whole file, again when it changed;
+- ``folder`` (a Slack export): every JSON file of the folder, again when any changed;
+- a code project's file (projects mode): re-chunked when it changed, its old drawers replaced.
+
+Every format is parsed through its registry entry: ``Format.parse(Input) -> Parsed``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mempald import logs
+from mempald.config import SettingsRef
+from mempald.ingest.drawers import SourceInfo
+from mempald.ingest.projects import project_exchanges, project_settings
+from mempald.ingest.units import folder_wing, prepare, read_export
+from mempald.ingest.writer import DrawerWriter
+from mempald.normalize import registry
+from mempald.normalize.format import Format, Input, Parsed
+from mempald.normalize.model import CursorContext, NormalizeError
+from mempald.sources.reader import ReadResult, prefix_hash, read_lines
+from mempald.sources.registry import Source, folder_signature
+from mempald.state.db import Cursor, State
+from mempald.store.base import Filters
+from mempald.text.classify import room_for_path
+
+log = logs.get("ingest")
+UNKNOWN = "unknown_format"  # a .json/.jsonl file in no known format: skipped, not stored as text
+
+
+@dataclass(slots=True)
+class IngestResult:
+    path: str
+    fmt: str = ""
+    exchanges: int = 0
+    drawers: int = 0
+    written: int = 0
+    skipped_long_lines: int = 0
+    restarted: bool = False
+    more: bool = False
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(slots=True)
+class SourceStatus:
+    files: int = 0
+    exchanges: int = 0
+    errors: int = 0
+    last_error: str = ""
+    last_ingest: float = 0.0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def parse_document(fmt: Format, data: bytes, name: str, ctx: CursorContext) -> Parsed:
+    """A whole document through its format; one not in the detected format after all is read as text."""
+    try:
+        return fmt.parse(Input(name=name, data=data, context=ctx))
+    except NormalizeError as exc:
+        log.warning("not_in_detected_format", name=name, format=fmt.name, error=str(exc))
+        return registry.TEXT.parse(Input(name=name, data=data, context=replace(ctx, format=registry.TEXT.name)))
+
+
+class UnitReader:
+    def __init__(self, *, settings: SettingsRef, state: State, writer: DrawerWriter, machine: str, user: str,
+                 room_keywords: Callable[[], dict[str, list[str]] | None], status: dict[str, SourceStatus]) -> None:
+        self.settings = settings
+        self.state = state
+        self.writer = writer
+        self.machine = machine
+        self.user = user
+        self.room_keywords = room_keywords
+        self.status = status
+
+    def info(self, path: Path, source: Source, kind: str, **kw: Any) -> SourceInfo:
+        ingest = self.settings.current.ingest
+        return SourceInfo(kind=kind, path=str(path), source_key=source.key, machine=self.machine, user=self.user,
+                          wing=source.wing, redact=ingest.redact_secrets, extract=ingest.extract_general,
+                          room_keywords=self.room_keywords(), default_wing=folder_wing(path, source.root), **kw)
+
+    async def write(self, parsed: Parsed, info: SourceInfo, lane: int, res: IngestResult) -> None:
+        res.exchanges = len(parsed.exchanges)
+        res.drawers, res.written = await self.writer.write(parsed.exchanges, info, lane)
+        st = self.status.setdefault(info.source_key, SourceStatus())
+        st.exchanges += len(parsed.exchanges)
+
+    async def lines(self, path: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        budget = self.settings.current.ingest.read_chunk_bytes
+        max_line = self.settings.current.ingest.max_line_bytes
+        while True:
+            rr: ReadResult = await anyio.to_thread.run_sync(functools.partial(
+                read_lines, path, cur.offset if cur else 0, cur.inode if cur else None,
+                cur.prefix_hash if cur else None, budget=budget, max_line=max_line))
+            base = cur.context if cur and not rr.restarted else CursorContext(format=fmt.name)
+            ctx = await anyio.to_thread.run_sync(prepare, path, fmt, base)
+            parsed = await anyio.to_thread.run_sync(fmt.parse, Input(name=str(path), context=ctx, lines=rr.lines))
+            exchanges = parsed.exchanges
+            if rr.more and exchanges and exchanges[-1].offset == rr.start and budget < rr.size:
+                budget *= 4  # one exchange larger than the budget: read further before committing
+                continue
+            break
+        res.restarted = rr.restarted
+        res.more = rr.more
+        res.skipped_long_lines = rr.skipped_long
+        await self.write(parsed, self.info(path, source, fmt.name), lane, res)
+        new = parsed.context
+        # The last exchange may still grow: the cursor stays at its first line, so it is re-read next time.
+        if exchanges and exchanges[-1].offset is not None:
+            new_offset = max(rr.start, min(exchanges[-1].offset, rr.end))
+            new = replace(new, position=exchanges[-1].position)
+        else:
+            new_offset = rr.end
+        new = replace(new, format=fmt.name, read_end=rr.end)
+        if new.title and new.title != base.title and new.session_id:
+            await self.writer.retitle(str(path), new.session_id, new.title)
+        phash = await anyio.to_thread.run_sync(prefix_hash, path, new_offset)
+        total = (cur.exchanges if cur and not rr.restarted else 0) + max(0, len(exchanges) - (1 if cur else 0))
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, rr.inode, rr.size, rr.mtime, new_offset, phash, new, total))
+
+    async def document(self, path: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
+        st = await anyio.to_thread.run_sync(path.stat)
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        if cur and cur.same_file(st):
+            return
+        data = await anyio.to_thread.run_sync(path.read_bytes)
+        base = CursorContext(format=fmt.name, cwd=cur.context.cwd if cur else "")
+        ctx = await anyio.to_thread.run_sync(prepare, path, fmt, base)
+        # The full path names the session: two notes.md in different folders are different sessions.
+        parsed = await anyio.to_thread.run_sync(parse_document, fmt, data, str(path), ctx)
+        await self.write(parsed, self.info(path, source, parsed.context.format or fmt.name), lane, res)
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
+            replace(parsed.context, format=fmt.name), len(parsed.exchanges)))
+
+    async def folder(self, root: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
+        """A folder unit (a Slack export): threads span day files, names come from users.json."""
+        n, size, mtime = await anyio.to_thread.run_sync(folder_signature, root)
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(root))
+        if cur and cur.same_folder(n, size, mtime):
+            return
+        files = await anyio.to_thread.run_sync(read_export, root)
+        try:
+            parsed = await anyio.to_thread.run_sync(fmt.parse, Input(name=str(root), files=files,
+                                                                     context=CursorContext(format=fmt.name)))
+        except NormalizeError as exc:
+            res.error = f"not a {fmt.name} export: {exc}"
+            log.warning("export_unreadable", path=str(root), format=fmt.name, error=str(exc))
+            return
+        info = replace(self.info(root, source, fmt.name), wing=source.wing or root.name)
+        await self.write(parsed, info, lane, res)
+        st = await anyio.to_thread.run_sync(os.stat, root)
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(root), source.key, st.st_ino, size, mtime, size, "", replace(parsed.context, files=n),
+            len(parsed.exchanges)))
+
+    async def project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
+        """Code and notes: a changed file is re-chunked and its old drawers replaced."""
+        st = await anyio.to_thread.run_sync(path.stat)
+        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        if cur and cur.same_file(st):
+            return
+        project = await anyio.to_thread.run_sync(project_settings, source.root)
+        exchanges, skipped = await anyio.to_thread.run_sync(project_exchanges, path, source.root, st.st_size)
+        status = self.status.setdefault(source.key, SourceStatus())
+        if skipped:
+            status.skipped[skipped] = status.skipped.get(skipped, 0) + 1
+        await self.writer.store.delete(Filters(source_path=(str(path),), include_deleted=True))
+        rel = path.relative_to(source.root).as_posix() if path != source.root else path.name
+        room = project.rooms.get(rel.split("/", 1)[0]) or room_for_path(rel)
+        info = replace(self.info(path, source, "project"), wing=source.wing or project.wing or source.root.name,
+                       room=room, room_keywords=None)
+        res.exchanges = len(exchanges)
+        res.drawers, res.written = await self.writer.write(exchanges, info, lane)
+        self.status.setdefault(source.key, SourceStatus()).exchanges += len(exchanges)
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
+            CursorContext(format="project"), len(exchanges)))
+
+    async def skip_unknown(self, path: Path, source: Source) -> None:
+        """A JSON file in no format we know (a config file, a stray export part) is not stored as text: it is
+        counted as skipped and logged, and read again only when it changes."""
+        st = await anyio.to_thread.run_sync(path.stat)
+        status = self.status.setdefault(source.key, SourceStatus())
+        status.skipped[UNKNOWN] = status.skipped.get(UNKNOWN, 0) + 1
+        log.warning("unknown_format_skipped", path=str(path))
+        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
+            CursorContext(format=UNKNOWN), 0))

@@ -1,0 +1,148 @@
+"""What a unit is before it is parsed (blocking; worker threads): its format (asked of the format registry),
+the bytes of a folder unit, and what its reader needs to know from beside it.
+
+- A Claude Code sub-agent file (``agent-<id>.jsonl``, in ``<session>/subagents/`` or, before 2.1, beside the
+  session file) gets its parent exchange from the session file that started it, and its type from
+  ``agent-<id>.meta.json`` when there is one.
+- A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none.
+- A file whose format knows no working directory files under the name of the folder it lies in (an export's
+  folder, a repository): ``folder_wing``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from mempald.normalize import claude_code, registry
+from mempald.normalize.format import Format
+from mempald.normalize.model import CursorContext, Line
+from mempald.normalize.wings import slug
+
+PARENT_MAX = 64 * 1024 * 1024  # a session file read to find a sub-agent's parent (larger ones are not read)
+EXPORT_MAX = 512 * 1024 * 1024
+_GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects", "archived_sessions", "exports",
+                      "export", "downloads", "data", "history", "conversations", "subagents"})
+_HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2})$", re.I)
+
+
+def head_of(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(registry.HEAD_BYTES)
+
+
+def format_for(path: Path, fixed: str) -> Format | None:
+    """The format of ``path``: the source's fixed format, else what the registry detects (None: a JSON file in
+    no known format)."""
+    if fixed != "auto":
+        return registry.by_name(fixed)
+    return registry.detect_file(head_of(path), path.name)
+
+
+def read_export(root: Path, max_bytes: int = EXPORT_MAX) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    total = 0
+    for p in sorted(root.rglob("*.json")):
+        if p.is_file():
+            data = p.read_bytes()
+            total += len(data)
+            if total > max_bytes:
+                break
+            files[p.relative_to(root).as_posix()] = data
+    return files
+
+
+def folder_wing(path: Path, root: Path) -> str:
+    """The wing of a file whose format names no working directory: the nearest folder above it (at most up to
+    the source's parent) whose name is not generic (``chats``, a date, a hash); "" when there is none."""
+    stop = root.parent
+    for folder in path.parents:
+        if folder in (stop, folder.parent):
+            break
+        name = folder.name
+        if name and not name.startswith(".") and name.lower() not in _GENERIC and not _HASHLIKE.match(name):
+            return slug(name)
+    return ""
+
+
+def _lines(path: Path) -> list[Line]:
+    out: list[Line] = []
+    off = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            body = raw.rstrip(b"\r\n")
+            if body.strip():
+                out.append(Line(off, body))
+            off += len(raw)
+    return out
+
+
+def _agent_id(path: Path) -> str:
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    return stem[len("agent-"):] if stem.startswith("agent-") else ""
+
+
+def _session_of(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            first = json.loads(fh.readline() or b"{}")
+    except (OSError, ValueError):
+        return ""
+    sid = first.get("sessionId") if isinstance(first, dict) else None
+    return sid if isinstance(sid, str) else ""
+
+
+def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
+    """``ctx`` with the parent exchange and type of a Claude Code sub-agent file (unchanged for other files,
+    and while the parent cannot be found yet: it is looked for again on the next read)."""
+    agent = _agent_id(path)
+    if not agent or agent.startswith("acompact") or ctx.parent:
+        return ctx
+    meta = path.with_name(f"agent-{agent}.meta.json")
+    agent_type = ctx.agent_type
+    if not agent_type and meta.is_file():
+        try:
+            raw = json.loads(meta.read_bytes())
+            agent_type = raw.get("agentType", "") if isinstance(raw, dict) else ""
+        except (OSError, ValueError):
+            agent_type = ""
+    if path.parent.name == "subagents":
+        parent_file = path.parent.parent.with_suffix(".jsonl")
+    else:
+        session = _session_of(path)
+        parent_file = path.with_name(f"{session}.jsonl") if session else path
+    ctx = replace(ctx, agent_type=agent_type if isinstance(agent_type, str) else "")
+    try:
+        if parent_file == path or not parent_file.is_file() or parent_file.stat().st_size > PARENT_MAX:
+            return ctx
+        links = claude_code.agent_links(_lines(parent_file))
+    except OSError:
+        return ctx
+    parent, kind = links.get(agent, ("", ""))
+    return replace(ctx, parent=parent, agent_type=ctx.agent_type or kind)
+
+
+def gemini_context(path: Path, ctx: CursorContext) -> CursorContext:
+    """``ctx`` with the project of a Gemini CLI chat from ``.project_root`` beside its ``chats/`` folder."""
+    if ctx.cwd:
+        return ctx
+    for folder in (path.parent, path.parent.parent):
+        marker = folder / ".project_root"
+        try:
+            text = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
+        except (OSError, UnicodeError):
+            text = ""
+        if text.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", text):
+            return replace(ctx, cwd=text)
+    return ctx
+
+
+def prepare(path: Path, fmt: Format, ctx: CursorContext) -> CursorContext:
+    """What the format's reader needs from beside the file, added to its cursor context."""
+    if fmt.name == "claude_code" and path.name.startswith("agent-"):
+        return subagent_context(path, ctx)
+    if fmt.name == "gemini":
+        return gemini_context(path, ctx)
+    return ctx

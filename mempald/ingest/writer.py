@@ -1,0 +1,166 @@
+"""Writing exchanges to the store: drawers built (``drawers.py``), only what changed upserted with its BM25
+vector (keyword-searchable at once), its dense vector queued, and stale chunks dropped.
+
+A drawer whose text is unchanged is not re-embedded; when what is said about it changed (its wing, title,
+parent exchange, memory type... after an upgrade of the adapters, or a title found later in the file), those
+payload fields are set in place. So re-reading a source brings its drawers up to date with stable ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mempald import logs
+from mempald.embed.embedder import Embedder
+from mempald.embed.sparse import Bm25Encoder
+from mempald.ingest.drawers import BuildStats, Drawer, SourceInfo, build_drawers, index_text
+from mempald.ingest.queues import DenseQueue
+from mempald.normalize.model import Exchange
+from mempald.state.db import State
+from mempald.store.base import Filters, PointData, StoredPoint, StoreError
+from mempald.store.gateway import StoreGateway
+
+log = logs.get("ingest")
+REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.text.redact.PLACEHOLDER)
+UPSERT_BATCH = 32
+# Payload fields a re-read may correct without the text changing (set in place, no re-embedding).
+REFRESHED = ("wing", "room", "memory_type", "importance", "title", "kind", "agent", "cwd", "git_branch", "position",
+             "source_kind", "session_id", "tools", "files", "parent_exchange", "parent_id", "subagent_type",
+             "timestamp", "ts", "model", "chunk_count")
+
+
+class DrawerWriter:
+    def __init__(self, *, state: State, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder, dense: DenseQueue,
+                 max_tokens: int) -> None:
+        self.state = state
+        self.store = store
+        self.embedder = embedder
+        self.bm25 = bm25
+        self.dense = dense
+        self.max_tokens = max_tokens
+        self.warning = ""
+
+    async def write(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int) -> tuple[int, int]:
+        """Store ``exchanges``; returns (drawers built, drawers written)."""
+        if not exchanges:
+            return 0, 0
+        stats = BuildStats()
+        previous = await self._previous_texts(exchanges)
+        drawers = await anyio.to_thread.run_sync(
+            lambda: build_drawers(exchanges, info, self.embedder.count_tokens, self.max_tokens, stats, previous)
+        )
+        changed, redacted_before = await self._changed(drawers)
+        if changed:
+            points = await anyio.to_thread.run_sync(
+                lambda: [PointData(d.id, d.payload, self.bm25.document(index_text(d.payload))) for d in changed]
+            )
+            # Small batches: qdrant-edge holds the GIL for a whole call (256 points: about 80 ms at 100k
+            # drawers, the event loop frozen meanwhile; 32: a few ms), at the same cost per point.
+            for i in range(0, len(points), UPSERT_BATCH):
+                await self._upsert_with_retry(points[i : i + UPSERT_BATCH])
+            for d in changed:
+                self.dense.put(d.id, float(d.payload.get("ts") or 0.0), lane)
+        # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
+        await self._drop_stale_chunks(drawers)
+        if stats.redactions:
+            # Count what this write newly redacted: a re-read exchange (the last one of a growing file) was
+            # counted when it was first stored, so placeholders already stored in its drawers are subtracted.
+            fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
+            if fresh > 0:
+                await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
+        return len(drawers), len(changed)
+
+    async def retitle(self, source_path: str, session_id: str, title: str) -> None:
+        """Give every drawer of a session read from ``source_path`` the title found later in the file."""
+        flt = Filters(source_path=(source_path,), session_id=(session_id,))
+        async for page in self.store.pages(flt):
+            ids = [p.id for p in page if p.payload.get("title") != title]
+            if ids:
+                await self.store.set_payload(ids, {"title": title})
+
+    async def _previous_texts(self, exchanges: Sequence[Exchange]) -> dict[str, str]:
+        """The last drawer text before each session's first exchange in this batch (its context)."""
+        firsts: dict[str, int] = {}
+        for ex in exchanges:
+            firsts.setdefault(ex.session_id, ex.position)
+        out: dict[str, str] = {}
+        for session, pos in firsts.items():
+            if pos <= 0:
+                continue
+            flt = Filters(session_id=(session,), position_min=pos - 1, position_max=pos - 1)
+            page, _ = await self.store.scroll(flt, 64)
+            if page:
+                best = max(page, key=lambda p: int(p.payload.get("chunk_index", 0)))
+                out[session] = str(best.payload.get("text", ""))
+        return out
+
+    async def _changed(self, drawers: Sequence[Drawer]) -> tuple[list[Drawer], int]:
+        """The drawers whose content is new, and how many redaction placeholders their stored versions had.
+        Drawers with the same text whose metadata changed get the new fields set in place."""
+        if not drawers:
+            return [], 0
+        wanted = [d.id for d in drawers]
+        existing: list[StoredPoint] = []
+        for i in range(0, len(wanted), UPSERT_BATCH):  # small store calls: each holds the GIL while it runs
+            existing += await self.store.retrieve(wanted[i : i + UPSERT_BATCH])
+        deleted = {p.id for p in existing if p.payload.get("status") == "deleted"}
+        stored = {p.id: p.payload for p in existing if p.id not in deleted}
+        updates: dict[str, dict[str, Any]] = {}
+        for d in drawers:
+            old = stored.get(d.id)
+            if old is None or old.get("content_hash") != d.payload["content_hash"]:
+                continue
+            # Same content: only what is said about it may move (a new file path, fields a re-read corrects).
+            diff = {k: d.payload.get(k) for k in ("source_path", *REFRESHED) if old.get(k) != d.payload.get(k)}
+            if diff:
+                updates[d.id] = diff
+        for group in _grouped(updates):
+            await self.store.set_payload(group[0], group[1])
+        changed = [d for d in drawers if d.id not in deleted and stored.get(d.id, {}).get("content_hash")
+                   != d.payload["content_hash"]]
+        ids = {d.id for d in changed}
+        before = sum(str(p.payload.get("text", "")).count(REDACTED) for p in existing if p.id in ids)
+        return changed, before
+
+    async def _drop_stale_chunks(self, drawers: Sequence[Drawer]) -> None:
+        by_ex: dict[str, int] = {}
+        for d in drawers:
+            if int(d.payload.get("chunk_count", 1)) == int(d.payload["chunk_index"]) + 1 and d.payload["chunk_index"]:
+                by_ex[d.payload["exchange_key"]] = int(d.payload["chunk_count"])
+        # Only matters for exchanges re-read while growing; cheap count check first.
+        for key, n in by_ex.items():
+            flt = Filters(exchange_key=(key,))
+            total = await self.store.count(flt)
+            if total > n:
+                stale = [p.id for p in (await self.store.scroll(flt, 1000))[0]
+                         if int(p.payload.get("chunk_index", 0)) >= n]
+                if stale:
+                    await self.store.delete(Filters(ids=tuple(stale)))
+
+    async def _upsert_with_retry(self, points: list[PointData]) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await self.store.upsert(points)
+                if self.warning:
+                    log.info("store_recovered")
+                self.warning = ""
+                return
+            except StoreError as exc:
+                self.warning = f"store write failing, retrying: {exc}"
+                log.warning("store_write_failed", error=str(exc), retry_in_s=delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+
+def _grouped(updates: dict[str, dict[str, Any]]) -> list[tuple[list[str], dict[str, Any]]]:
+    """Drawers that need the same payload change, together (one store call each)."""
+    groups: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    for pid, diff in updates.items():
+        sig = repr(sorted(diff.items()))
+        groups.setdefault(sig, ([], diff))[0].append(pid)
+    return list(groups.values())

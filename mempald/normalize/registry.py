@@ -1,0 +1,63 @@
+"""The format registry: every transcript format mempald reads, and the only place that decides a file's format.
+
+Each adapter module declares a ``FORMAT`` (``mempald.normalize.format.Format``): what it reads, its detection
+and its parse, with one signature. Detection runs in the order below (the most specific first): a file is
+the first format whose ``detect`` accepts its head; a folder is a folder format (a Slack export) when one
+accepts its entry names. A file no format claims is plain text, except a ``.json``/``.jsonl`` file, which is
+in no known format (``None``: skipped and counted, never stored as text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mempald.normalize import aider, chatgpt, claude_ai, claude_code, codex, gemini, plaintext, slack
+from mempald.normalize.format import Format, Probe
+
+# Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts.
+FORMATS: tuple[Format, ...] = (
+    aider.FORMAT, gemini.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT, claude_code.FORMAT,
+    slack.FORMAT, plaintext.FORMAT,
+)
+TEXT = plaintext.FORMAT
+_BY_NAME = {f.name: f for f in FORMATS}
+_STRUCTURED = (".json", ".jsonl")
+HEAD_BYTES = 65536  # how much of a file detection reads
+
+
+def by_name(name: str) -> Format:
+    """The format called ``name`` (KeyError for an unknown name)."""
+    return _BY_NAME[name]
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_BY_NAME)
+
+
+def detect_file(head: bytes, name: str = "") -> Format | None:
+    """The format of a file from its first bytes (up to ``HEAD_BYTES``) and its name; None for a JSON file in
+    no known format."""
+    probe = Probe(name=name, head=head)
+    for fmt in FORMATS:
+        if fmt.reads == "folder" or fmt is TEXT:
+            continue
+        if probe.base in fmt.names or fmt.detect(probe):
+            return fmt
+    if probe.base.lower().endswith(_STRUCTURED) or (not probe.base and probe.text.startswith(("{", "["))):
+        return None
+    return TEXT
+
+
+def detect_folder(entries: Iterable[str]) -> Format | None:
+    """The folder format (a Slack export) of a folder with these entry names, or None."""
+    probe = Probe(entries=tuple(entries))
+    return next((f for f in FORMATS if f.reads == "folder" and f.detect(probe)), None)
+
+
+def wanted(name: str) -> bool:
+    """Could a file of this name be in a format read here (by its suffix or exact name)? Hidden files are not,
+    except the ones a format names (``.aider.chat.history.md``)."""
+    if any(name in f.names for f in FORMATS):
+        return True
+    return not name.startswith(".") and name.lower().endswith(
+        tuple(s for f in FORMATS for s in f.suffixes))
