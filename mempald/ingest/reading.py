@@ -110,7 +110,9 @@ class UnitReader:
             ctx = await anyio.to_thread.run_sync(prepare, path, fmt, base)
             parsed = await anyio.to_thread.run_sync(fmt.parse, Input(name=str(path), context=ctx, lines=rr.lines))
             exchanges = parsed.exchanges
-            if rr.more and exchanges and exchanges[-1].offset == rr.start and budget < rr.size:
+            resume = parsed.resume or ((exchanges[-1].offset, exchanges[-1].position) if exchanges and
+                                       exchanges[-1].offset is not None else None)
+            if rr.more and resume is not None and resume[0] == rr.start and budget < rr.size:
                 budget *= 4  # one exchange larger than the budget: read further before committing
                 continue
             break
@@ -120,9 +122,9 @@ class UnitReader:
         await self.write(parsed, self.info(path, source, fmt.name), lane, res)
         new = parsed.context
         # The last exchange may still grow: the cursor stays at its first line, so it is re-read next time.
-        if exchanges and exchanges[-1].offset is not None:
-            new_offset = max(rr.start, min(exchanges[-1].offset, rr.end))
-            new = replace(new, position=exchanges[-1].position)
+        if resume is not None:
+            new_offset = max(rr.start, min(resume[0], rr.end))
+            new = replace(new, position=resume[1])
         else:
             new_offset = rr.end
         new = replace(new, format=fmt.name, read_end=rr.end)

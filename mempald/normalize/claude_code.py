@@ -352,10 +352,19 @@ class _Reader:
                          agent_type=agent_type, reply=[f"{label} {prompt}".strip()])
 
     def finish(self) -> Parsed:
+        still_open = [c.offset for c in (self.main, self.side) if c is not None]
         self.close("side")
         self.close("main")
-        self.out.sort(key=lambda e: e.position)
-        return Parsed(self.out, self.ledger, self.ctx)
+        # Number the exchanges in the order they started (a sub-agent's runs inside its parent's exchange).
+        self.out.sort(key=lambda e: e.offset or 0)
+        first = self.ctx.position
+        self.out = [replace(e, position=first + i) for i, e in enumerate(self.out)]
+        resume = None
+        if still_open:  # read again from the first exchange that may still grow
+            at = min(still_open)
+            pos = next((e.position for e in self.out if e.offset is not None and e.offset >= at), None)
+            resume = (at, pos) if pos is not None else None
+        return Parsed(self.out, self.ledger, self.ctx, resume)
 
 
 def parse(inp: Input) -> Parsed:

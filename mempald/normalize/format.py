@@ -86,9 +86,14 @@ class Input:
 
 @dataclass(frozen=True)
 class Parsed:
+    """What a parse found. ``resume`` (line formats): the offset to read again from next time and the position
+    of the exchange that starts there, when that is not simply the last exchange (exchanges still open at the
+    end of the lines may still grow)."""
+
     exchanges: list[Exchange]
     ledger: Ledger
     context: CursorContext
+    resume: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
