@@ -105,7 +105,7 @@ class _Pending:
 
 class _Reader:
     def __init__(self, inp: Input) -> None:
-        self.ctx = inp.context
+        self.ctx = replace(inp.context, format=SOURCE_KIND)
         self.ledger = Ledger()
         self.out: list[Exchange] = []
         self.position = inp.context.position
