@@ -23,8 +23,8 @@ from mempald.normalize.wings import slug
 
 PARENT_MAX = 64 * 1024 * 1024  # a session file read to find a sub-agent's parent (larger ones are not read)
 EXPORT_MAX = 512 * 1024 * 1024
-_GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects", "archived_sessions", "exports",
-                      "export", "downloads", "data", "history", "conversations", "subagents"})
+# folders the tools themselves name (a user's own folder names, even "exports", are wings)
+_GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects", "archived_sessions", "subagents"})
 _HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2})$", re.I)
 
 
