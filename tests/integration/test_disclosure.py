@@ -124,6 +124,15 @@ def test_index_then_get_then_timeline(palace: Daemon) -> None:
     assert sum(e["tokens"] for e in tight["exchanges"]) <= 100
     assert [e["text"].splitlines()[0].rstrip("…") for e in tight["exchanges"]] == [f"> {p}" for p in PROMPTS[1:4]]
 
+    short = palace.call("get", {"drawer_id": ids[0], "max_tokens": 20})["drawers"][0]
+    assert short["tokens"] == count(tok, short["text"]) <= 20 and short["text"].endswith("…")
+    # a memory saved by hand is a session of its own: its timeline is itself
+    note = palace.call("ingest", {"text": "Decision: heron exports are kept for 90 days, then deleted.",
+                                  "wing": "heron", "agent": "user"})["drawer_ids"][0]
+    alone = palace.call("timeline", {"drawer_id": note})
+    assert [(e["drawer_id"], e["current"]) for e in alone["exchanges"]] == [(note, True)]
+    assert [o["drawer_id"] for o in alone["outline"]] == [note] and not alone["earlier"] and not alone["later"]
+
     palace.call("delete", {"drawer_id": ids[1], "reason": "test", "actor": "user"})
     assert palace.call("get", {"drawer_id": ids})["missing"] == [ids[1]]
 
