@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from mempal.paths import Located, locate
-from mempal.protocol import DEFAULT_MAX_LINE, RpcError, decode_response, encode_request
+from mempal.protocol import (
+    DEFAULT_MAX_LINE,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RpcError,
+    decode_response,
+    encode_request,
+)
 
 _ids = itertools.count(1)
 
@@ -113,8 +120,10 @@ class Connection:
             return
         try:
             who = self.call("ping", {"identify": True})
-        except RpcError:
-            return  # a daemon from before identities: it cannot say, so it is taken at its word
+        except RpcError as exc:
+            if exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND):
+                return  # a daemon from before identities: it cannot say, so it is taken at its word
+            raise
         theirs = who.get("data_dir") if isinstance(who, dict) else None
         if isinstance(theirs, str) and not _same_dir(theirs, here.data_dir):
             raise WrongDaemon(

@@ -183,4 +183,13 @@ def test_the_command_line_shows_each_answer_with_its_token_count(palace: Daemon)
     assert "tokens saved by index-first searches today:" in status.stdout
     assert "tokens injected by hooks today:" in status.stdout
     assert mempal_cli(env, "timeline", "not-a-uuid").returncode == 1
+
+    # a client of this environment knows its daemon by the pointer's pid: no identity round trip needed
+    from mempal.connection import Connection, peer_ids
+
     assert os.environ.get("MEMPAL_DATA_DIR") == env["MEMPAL_DATA_DIR"]
+    with Connection() as conn:
+        assert conn.located is not None and conn.located.pointer is not None and palace.proc is not None
+        assert conn.located.pointer.pid == palace.proc.pid
+        assert conn._sock is not None and peer_ids(conn._sock) == (os.getuid(), palace.proc.pid)
+        assert conn.call("ping") == {"pong": True}
