@@ -41,6 +41,7 @@ def test_client_and_daemon_compute_the_same_directories(tmp_path: Path, extra: d
     assert str(paths.config_dir(env)) == config
 
 
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS has no /run/user; its fallback is ~/Library/Caches")
 def test_the_systemd_runtime_dir_is_used_without_xdg_runtime_dir(tmp_path: Path) -> None:
     run_user = tmp_path / "run-user"
     env = {"HOME": str(tmp_path)}
