@@ -145,6 +145,6 @@ class Ingestor:
         """Store exchanges that did not come from a watched file (manual saves, imports, benchmarks)."""
         res = IngestResult(info.path, fmt=info.kind, exchanges=len(exchanges))
         async with self.lock_for(info.source_key):
-            res.drawers, res.written = await self.writer.write(exchanges, info, lane)
+            res.wrote(await self.writer.write(exchanges, info, lane))
         self.status.setdefault(info.source_key, SourceStatus()).exchanges += len(exchanges)
         return res

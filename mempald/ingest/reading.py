@@ -26,7 +26,7 @@ from mempald.config import SettingsRef
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.projects import project_exchanges, project_settings
 from mempald.ingest.units import folder_wing, prepare, read_export
-from mempald.ingest.writer import DrawerWriter
+from mempald.ingest.writer import DrawerWriter, Written
 from mempald.normalize import registry
 from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.model import CursorContext, NormalizeError
@@ -51,9 +51,14 @@ class IngestResult:
     restarted: bool = False
     more: bool = False
     error: str = ""
+    ids: list[str] = field(default_factory=list)  # the drawers this read made (not sent: see as_dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+        return {k: getattr(self, k) for k in self.__slots__ if k != "ids"}
+
+    def wrote(self, w: Written) -> None:
+        self.drawers, self.written = len(w.ids), w.written
+        self.ids.extend(w.ids)
 
 
 @dataclass(slots=True)
@@ -94,7 +99,7 @@ class UnitReader:
 
     async def write(self, parsed: Parsed, info: SourceInfo, lane: int, res: IngestResult) -> None:
         res.exchanges = len(parsed.exchanges)
-        res.drawers, res.written = await self.writer.write(parsed.exchanges, info, lane)
+        res.wrote(await self.writer.write(parsed.exchanges, info, lane))
         st = self.status.setdefault(info.source_key, SourceStatus())
         st.exchanges += len(parsed.exchanges)
 
@@ -188,7 +193,7 @@ class UnitReader:
         info = replace(self.info(path, source, "project"), wing=source.wing or project.wing or source.root.name,
                        room=room, room_keywords=None)
         res.exchanges = len(exchanges)
-        res.drawers, res.written = await self.writer.write(exchanges, info, lane)
+        res.wrote(await self.writer.write(exchanges, info, lane))
         self.status.setdefault(source.key, SourceStatus()).exchanges += len(exchanges)
         await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",

@@ -9,6 +9,7 @@ payload fields are set in place. So re-reading a source brings its drawers up to
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -33,6 +34,12 @@ REFRESHED = ("wing", "room", "memory_type", "importance", "title", "kind", "agen
              "timestamp", "ts", "model", "chunk_count")
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    ids: list[str] = field(default_factory=list)  # every drawer the exchanges make (written or already there)
+    written: int = 0  # how many were new or changed
+
+
 class DrawerWriter:
     def __init__(self, *, state: State, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder, dense: DenseQueue,
                  max_tokens: int) -> None:
@@ -44,10 +51,10 @@ class DrawerWriter:
         self.max_tokens = max_tokens
         self.warning = ""
 
-    async def write(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int) -> tuple[int, int]:
-        """Store ``exchanges``; returns (drawers built, drawers written)."""
+    async def write(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int) -> Written:
+        """Store ``exchanges``: the drawers they make, and how many had to be written."""
         if not exchanges:
-            return 0, 0
+            return Written()
         stats = BuildStats()
         previous = await self._previous_texts(exchanges)
         drawers = await anyio.to_thread.run_sync(
@@ -72,7 +79,7 @@ class DrawerWriter:
             fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
             if fresh > 0:
                 await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
-        return len(drawers), len(changed)
+        return Written([d.id for d in drawers], len(changed))
 
     async def retitle(self, source_path: str, session_id: str, title: str) -> None:
         """Give every drawer of a session read from ``source_path`` the title found later in the file."""

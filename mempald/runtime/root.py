@@ -37,6 +37,7 @@ from mempald.ingest.dense import DenseWorker
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.loop import IngestLoops
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
+from mempald.ingest.review import SourceReview
 from mempald.ops import faults
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
@@ -148,7 +149,9 @@ class Daemon:
             CoreMethods(self.settings, self.status, self.searcher, layout, self.store, self.admin, disclosure),
             MemoryMethods(memories, Compressor(self.settings, embedder, wakeup, self.ingestor, machine, user)),
             PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
-            SourceMethods(self.settings, self.admin, self.store, embedder),
+            SourceMethods(self.settings, self.admin, self.store, embedder,
+                          SourceReview(self.settings, self.sources, self.ingestor, state, self.store, embedder,
+                                       machine, user, self.taxonomy.current)),
             AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder)),
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),

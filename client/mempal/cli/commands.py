@@ -160,8 +160,11 @@ def _taxonomy_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
 def _mine_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
     from mempal.cli.progress import mine_with_progress
 
-    plan = call_method("mine", {**params, "dry_run": True}, args)
-    r = plan if params.get("dry_run") else mine_with_progress(params, plan.get("plan", []), quiet=args.json)
+    if params.get("dry_run"):  # the ingest's own reading of every file, nothing stored (as `mempal inspect`)
+        r = call_method("mine", params, args)
+    else:
+        plan = call_method("mine", {**params, "plan_only": True}, args)
+        r = mine_with_progress(params, plan.get("plan", []), quiet=args.json)
     r.pop("plan", None)
     print(show.as_json(args, r) if args.json else show.mine(args, r))
     return 0
@@ -220,6 +223,8 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("cowork_drain", show.cowork_drain),
     Command("cowork_status", show.cowork_status),
     Command("peek_partner", show.peek_partner),
+    Command("inspect", show.inspect),
+    Command("reread", show.reread),
 )}
 
 

@@ -117,10 +117,50 @@ def watch_list(_args: argparse.Namespace, r: Any) -> str:
 
 
 def mine(_args: argparse.Namespace, r: Any) -> str:
-    verb = "would read" if r["dry_run"] else "read"
-    lines = [f"{verb} {r['files']} files: {r['exchanges']} exchanges, {r['drawers']} drawers "
-             f"({r['written']} new or changed)"]
+    if r["dry_run"]:
+        lines = [f"would read {r['files']} files: {r['exchanges']} exchanges ({r.get('prompts', 0)} prompts), "
+                 f"{r['drawers']} drawers; nothing stored"]
+        lines += [f"  {n:>7}  {what}" for what, n in sorted(r.get("accounted", {}).items())]
+    else:
+        lines = [f"read {r['files']} files: {r['exchanges']} exchanges, {r['drawers']} drawers "
+                 f"({r['written']} new or changed)"]
     lines += [f"  skipped {n}: {reason}" for reason, n in sorted(r["skipped"].items())]
+    lines += [f"  error: {err}" for err in r["errors"][:20]]
+    return "\n".join(lines)
+
+
+def _where(row: dict[str, Any]) -> str:
+    if row["from"] is None:
+        return str(row["ref"])
+    return f"line {row['from']}" if row["from"] == row["to"] else f"lines {row['from']}-{row['to']}"
+
+
+def inspect(_args: argparse.Namespace, r: Any) -> str:
+    """The line accounting of one file and the exchanges it would store (nothing was stored)."""
+    lines = [f"{r['path']}: {r['format']} ({r['mode']}), {r['records']} records -> {len(r['exchanges'])} exchanges "
+             f"({r['prompts']} prompts, {r['answers']} with an answer), {r['drawers']} drawers; nothing stored"]
+    lines += [f"  {n:>7}  {what}" for what, n in sorted(r["accounted"].items())]
+    if r["rows"]:
+        lines.append("")
+        for row in r["rows"]:
+            into = f" #{row['exchange']}" if row["exchange"] is not None else ""
+            what = f" ({row['what']})" if row["what"] else ""
+            lines.append(f"  {_where(row):<18} {row['outcome']}{into}{what}")
+    if r["exchanges"]:
+        lines.append("")
+    for e in r["exchanges"]:
+        head = f"#{e['position']} {e['kind']}"
+        head += f" by {e['agent']}" if e["agent"] else ""
+        head += f", parent {e['parent'][:12]}" if e["parent"] else ""
+        prompt = " ".join(e["prompt"].split())[:100] or "(no prompt)"
+        lines.append(f"  {head}: {prompt}  [{e['answer_chars']} chars of answer, {e['tools']} tool calls, "
+                     f"{e['drawers']} drawers, wing {e['wing']}]")
+    return "\n".join(lines)
+
+
+def reread(_args: argparse.Namespace, r: Any) -> str:
+    lines = [f"re-read {r['files']} files of {r['source']}: {r['exchanges']} exchanges, {r['drawers']} drawers "
+             f"({r['written']} new or changed), {r['removed']} no longer produced removed"]
     lines += [f"  error: {err}" for err in r["errors"][:20]]
     return "\n".join(lines)
 

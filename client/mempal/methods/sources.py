@@ -29,14 +29,36 @@ METHODS: tuple[Method, ...] = (
         "reasons).",
         (
             Param("paths", "paths", "files or folders", required=True, cli=Cli(positional=True, nargs="+")),
-            Param("mode", "enum", "how to read them", default="convos", choices=MODES[:2]),
+            Param("mode", "enum", "how to read them (auto: a code project when the folder is a VCS root or "
+                  "holds more source files than transcripts, else conversations)", default="auto",
+                  choices=("auto", *MODES[:2])),
             Param("wing", "str", "the wing their drawers file under (default: from each file)"),
             Param("limit", "int", "read at most this many files (0: all)", default=0, lo=0, hi=10_000_000),
-            Param("dry_run", "bool", "list what would be read, store nothing"),
+            Param("dry_run", "bool", "read everything as the ingest would and report it, store nothing (the "
+                  "same reading as `mempal inspect`)"),
+            Param("plan_only", "bool", "only list the files that would be read", cli=Cli(show=False)),
             Param("root", "path", "the folder the given paths lie in (for batches of a planned mine)",
                   cli=Cli(show=False)),
         ),
         writes=True, idempotent=True, cli=("mine",), timeout=24 * 3600.0,
+    ),
+    Method(
+        "inspect", "What reading FILE would store, nothing stored: every line or record accounted for (stored in "
+        "which exchange, folded into one, or skipped and why) and the exchanges it would store.",
+        (
+            Param("path", "path", "the file (or a Slack export folder)", required=True, cli=Cli(positional=True)),
+            Param("mode", "enum", "how to read it (auto: as its source does, else as mine would)", default="auto",
+                  choices=("auto", *MODES[:2])),
+            Param("counts_only", "bool", "only the counts, not the table of lines"),
+        ),
+        cli=("inspect",), timeout=600.0,
+    ),
+    Method(
+        "reread", "Read a watched source (or a file or folder of it) again with the current adapters: its "
+        "drawers are replaced (same ids where the exchange is the same) and the ones no longer produced removed.",
+        (Param("path", "path", "the watched source, or a file or folder inside it", required=True,
+               cli=Cli(positional=True)),),
+        writes=True, destructive=True, idempotent=True, cli=("reread",), timeout=24 * 3600.0,
     ),
     Method(
         "init", "Write DIR/mempal.toml with the project's wing and the room of each folder (edit it after).",
