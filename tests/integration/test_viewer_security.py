@@ -220,6 +220,7 @@ def test_changes_need_post_and_the_csrf_token(viewer: Viewer, palace: tuple[Daem
     assert viewer.post(action, {"reason": "forged", "csrf": "z" * len(csrf)}).status == 403
     assert viewer.post(action, {"csrf": csrf}, headers={"Origin": "http://evil.example"}).status == 403
     assert viewer.post(action, {"csrf": csrf}, headers={"Sec-Fetch-Site": "cross-site"}).status == 403
+    assert viewer.post(action, {"csrf": csrf}, headers={"Origin": "null"}).status == 403  # a sandboxed page
     assert viewer.request("POST", action, body=f'{{"csrf": "{csrf}"}}',
                           headers={"Content-Type": "application/json"}).status == 403
     assert viewer.post(action, {"csrf": csrf}, cookie="").status == 401
@@ -247,7 +248,7 @@ def test_no_cors_and_a_csp_that_allows_no_script(viewer: Viewer) -> None:
         assert not [k for k in reply.headers if k.lower().startswith("access-control-")]
     csp = page.header("content-security-policy") or ""
     assert "default-src 'none'" in csp and "script-src" not in csp and "frame-ancestors 'none'" in csp
-    assert page.header("x-content-type-options") == "nosniff" and page.header("referrer-policy") == "no-referrer"
+    assert page.header("x-content-type-options") == "nosniff" and page.header("referrer-policy") == "same-origin"
 
 
 @pytest.mark.timeout(180)

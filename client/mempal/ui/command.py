@@ -29,9 +29,11 @@ def register(sub: Any) -> None:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    family, kind, proto, _, addr = infos[0]
+    # proto must say TCP: asyncio turns Nagle off (TCP_NODELAY) only on sockets that do, and with Nagle on every
+    # answer on a kept-open connection (as browsers keep them) waited ~40 ms for a delayed ACK.
+    sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(addr)

@@ -96,6 +96,11 @@ def clip(text: Any, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
+def count(n: Any, word: str) -> str:
+    """``1 session``, ``3 sessions``, ``1,204 drawers``."""
+    return f"{number(n)} {word}" + ("" if n == 1 else "s")
+
+
 def number(n: Any) -> str:
     try:
         return f"{int(n):,}"

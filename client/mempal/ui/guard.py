@@ -10,7 +10,8 @@
    be a small ``application/x-www-form-urlencoded`` form holding the page's CSRF token, must not come from
    another site (``Origin`` / ``Sec-Fetch-Site``), and is then replayed to the page unchanged.
 4. **Headers** on every answer: a Content-Security-Policy that allows no script, no frames and no off-site
-   anything; ``nosniff``, ``no-referrer``, ``no-store``; and never an ``Access-Control-*`` header (no CORS).
+   anything; ``nosniff``, a same-origin referrer policy, ``no-store``; and never an ``Access-Control-*`` header
+   (no CORS).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 
 HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with its own forms' POSTs,
+    # which cannot be told from a sandboxed attacker page; nothing leaves for another site either way.
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),

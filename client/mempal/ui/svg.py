@@ -2,8 +2,9 @@
 
 Layout is deterministic and linear in the graph's size, so the page stays fast: around a chosen entity, its
 neighbours on a ring (two rings past ``RING``); otherwise every entity on a circle in breadth-first order from
-the most connected one, so that related entities sit next to each other. Arrows go from subject to object;
-facts no longer valid are dashed; every node links to that entity's own picture and timeline.
+the most connected one, so that related entities sit next to each other. Arrows go from subject to object,
+labelled with the predicate and (in small graphs) the validity interval; facts no longer valid are dashed;
+every node links to that entity's own picture and timeline.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mempal.ui.html import Markup, el
 WIDTH, HEIGHT = 960, 720
 NODE_R = 9
 RING = 18  # neighbours on one ring around a centre
+DATED_EDGES = 30  # up to this many facts, each arrow also shows its validity interval
 
 
 def _order(names: list[str], edges: list[dict[str, Any]]) -> list[str]:
@@ -72,7 +74,7 @@ def interval(e: dict[str, Any]) -> str:
     return f"{start or 'always'} → {end or 'now'}"
 
 
-def _edge(e: dict[str, Any], pos: dict[str, tuple[float, float]], offset: int) -> Markup | None:
+def _edge(e: dict[str, Any], pos: dict[str, tuple[float, float]], offset: int, dated: bool) -> Markup | None:
     a, b = pos.get(e["subject"].casefold()), pos.get(e["object"].casefold())
     if a is None or b is None or a == b:
         return None
@@ -88,6 +90,8 @@ def _edge(e: dict[str, Any], pos: dict[str, tuple[float, float]], offset: int) -
                  marker_end="url(#arrow)"),
               el("text", clip(e["predicate"], 28), x=f"{mx:.1f}", y=f"{my - 3:.1f}", class_="pred",
                  text_anchor="middle"),
+              el("text", interval(e), x=f"{mx:.1f}", y=f"{my + 9:.1f}", class_="when", text_anchor="middle")
+              if dated else None,
               class_="fact")
 
 
@@ -99,7 +103,7 @@ def picture(graph: dict[str, Any]) -> Markup:
     for e in edges:
         pair = (e["subject"].casefold(), e["object"].casefold())
         key = (min(pair), max(pair))
-        lines.append(_edge(e, pos, seen[key]))
+        lines.append(_edge(e, pos, seen[key], len(edges) <= DATED_EDGES))
         seen[key] += 1
     top = max((int(n.get("degree") or 1) for n in nodes), default=1)
     dots = []

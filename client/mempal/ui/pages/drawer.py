@@ -11,11 +11,11 @@ from starlette.responses import RedirectResponse
 from mempal.ui.frame import (
     Ctx,
     clip,
+    count,
     csrf_field,
     drawer_href,
     facts,
     message,
-    number,
     page,
     section,
     session_href,
@@ -28,7 +28,7 @@ from mempal.ui.html import Markup, el, join
 
 AROUND = 5  # exchanges shown before and after a drawer
 SESSION_PAGE = 20  # exchanges per page of a session
-ITEM_CHARS = 700
+ITEM_CHARS = 420
 
 
 def _meta(d: dict[str, Any]) -> Markup:
@@ -74,15 +74,25 @@ def _actions(d: dict[str, Any], ctx: Ctx) -> Markup:
               method="post", action=drawer_href(did) + "/delete", class_="actions")
 
 
-def _item(d: dict[str, Any], current: str | None) -> Markup:
+def exchanges(drawers: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The drawers of a window grouped by exchange (a long exchange is several drawers, its parts), in order."""
+    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for d in drawers:
+        groups.setdefault((d.get("position"), d.get("exchange_key")), []).append(d)
+    return list(groups.values())
+
+
+def _item(parts: list[dict[str, Any]], current: str | None) -> Markup:
+    here = next((p for p in parts if p["drawer_id"] == current), None)
+    d = here or parts[0]
     did = str(d["drawer_id"])
-    here = did == current
     return el("li", el("div", el("a", f"#{d.get('position')}", href=drawer_href(did)),
                        el("span", stamp(d.get("timestamp"), d.get("ts")), class_="muted"),
                        tag(d.get("agent"), "agent") if d.get("agent") else None,
+                       el("span", f"{len(parts)} parts", class_="muted") if len(parts) > 1 else None,
                        tag("deleted", "bad") if _deleted(d) else None,
                        tag("this drawer", "here") if here else None, class_="meta"),
-              el("pre", clip(d.get("text"), ITEM_CHARS), class_="text"),
+              el("pre", clip(d.get("text"), ITEM_CHARS), class_="text short"),
               class_="current" if here else None)
 
 
@@ -92,8 +102,20 @@ def _timeline(res: dict[str, Any], current: str | None) -> Markup:
     nav = el("p", el("a", "← earlier exchanges", href=session_href(sid, max(0, first - SESSION_PAGE)))
              if res.get("earlier") else None,
              el("a", "later exchanges →", href=session_href(sid, last + 1)) if res.get("later") else None,
-             el("span", f"{number(res.get('total'))} drawers in this session", class_="muted"), class_="pager")
-    return join(nav, el("ol", [_item(d, current) for d in res.get("drawers", [])], class_="timeline"), nav)
+             el("span", f"{count(res.get('total'), 'drawer')} in this session", class_="muted"), class_="pager")
+    items = [_item(parts, current) for parts in exchanges(res.get("drawers", []))]
+    return join(nav, el("ol", items, class_="timeline"), nav)
+
+
+def _parts(d: dict[str, Any], res: dict[str, Any]) -> Markup | None:
+    """Links to the other parts of a long exchange."""
+    siblings = [x for x in res.get("drawers", []) if x.get("exchange_key") == d.get("exchange_key")
+                and x.get("position") == d.get("position")]
+    if len(siblings) < 2:
+        return None
+    return el("p", "Parts of this exchange: ",
+              [el("a", f"{i}", href=drawer_href(str(x["drawer_id"])), class_="part here" if x is d or
+                  x["drawer_id"] == d["drawer_id"] else "part") for i, x in enumerate(siblings, 1)], class_="parts")
 
 
 async def render(request: Request, ctx: Ctx) -> str:
@@ -105,9 +127,10 @@ async def render(request: Request, ctx: Ctx) -> str:
     body: list[Any] = [
         el("div", _meta(d), class_="card"),
         _actions(d, ctx),
-        section("The exchange", el("pre", d.get("text"), class_="text full")),
+        section("The exchange", _parts(d, res), el("pre", d.get("text"), class_="text full")),
     ]
-    if res.get("session_id") and (len(res.get("drawers", [])) > 1 or res.get("earlier") or res.get("later")):
+    if res.get("session_id") and (len(exchanges(res.get("drawers", []))) > 1 or res.get("earlier")
+                                  or res.get("later")):
         body.append(section("In its session", _timeline(res, did)))
     return page(title, *body)
 

@@ -13,7 +13,21 @@ from typing import Any
 
 from starlette.requests import Request
 
-from mempal.ui.frame import Ctx, duration, facts, message, number, page, section, size, table, tag, timeline_href, when
+from mempal.ui.frame import (
+    Ctx,
+    count,
+    duration,
+    facts,
+    message,
+    number,
+    page,
+    section,
+    size,
+    table,
+    tag,
+    timeline_href,
+    when,
+)
 from mempal.ui.html import Markup, el, link
 
 REFRESH_S = 5
@@ -137,7 +151,7 @@ async def render(request: Request, ctx: Ctx, rates: Rates) -> str:
     return page(
         "Overview",
         warnings,
-        el("p", f"{number(st.get('drawers'))} drawers in {len(st.get('wings') or {})} wings, "
+        el("p", f"{count(st.get('drawers'), 'drawer')} in {count(len(st.get('wings') or {}), 'wing')}, "
                 f"as of {when(time.time())}" + (" · reloading every 5 s while the daemon catches up" if busy else ""),
            class_="lead"),
         el("div", section("Progress", _progress(st)), section("Index", _index(st)), class_="cols"),

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from mempal.ui.frame import (
     Ctx,
     clip,
+    count,
     day,
     day_key,
     drawer_href,
@@ -35,7 +36,8 @@ def _session(s: dict[str, Any]) -> Markup:
                   class_="head"),
               el("div", tag(s.get("agent"), "agent") if s.get("agent") else None,
                  tag(s.get("source_kind")) if s.get("source_kind") else None,
-                 el("a", f"{number(s.get('drawers'))} drawers", href=session_href(str(s.get("session_id")))),
+                 el("a", count(s.get("drawers"), "drawer"), href=session_href(str(s["session_id"])))
+                 if s.get("session_id") else count(s.get("drawers"), "drawer"),
                  tag(f"branch {s.get('git_branch')}") if s.get("git_branch") else None,
                  el("code", s.get("source_path")) if s.get("source_path") else None,
                  el("span", "(dated by a later exchange)", class_="muted") if not s.get("dated", True) else None,
@@ -59,7 +61,7 @@ def days(sessions: list[dict[str, Any]]) -> list[Markup]:
     for key, group in groupby(sessions, key=lambda s: day_key(float(s.get("ts") or 0))):
         items = list(group)
         out.append(el("section", el("h2", day(float(items[0].get("ts") or 0)) if key else "Undated",
-                                    el("span", f" {len(items)} sessions", class_="muted")),
+                                    el("span", " " + count(len(items), "session"), class_="muted")),
                       el("ul", [_session(s) for s in items], class_="sessions"), class_="day"))
     return out
 
@@ -81,7 +83,7 @@ async def render(request: Request, ctx: Ctx) -> str:
     room_links = [el("a", tag(f"{r} {number(n)}", "room"), href=link("/search", {"wing": wing, "room": r}))
                   for r, n in sorted((rooms.get("rooms") or {}).items(), key=lambda kv: (-kv[1], kv[0]))]
     body: list[Any] = [
-        el("p", f"{number(res.get('total'))} sessions", " · rooms: ", room_links, class_="lead"),
+        el("p", count(res.get("total"), "session"), " · rooms: ", room_links, class_="lead"),
         el("form", el("input", type="hidden", name="wing", value=wing),
            el("input", type="search", name="q", placeholder=f"search in {wing}"), el("button", "Search"),
            method="get", action="/search", class_="searchbar small"),
