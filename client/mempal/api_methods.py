@@ -377,19 +377,23 @@ class ClientMethods(ClientBase):
             self,
             paths: str | Sequence[str],
             *,
-            mode: Literal['convos', 'projects'] | None = None,
+            mode: Literal['auto', 'convos', 'projects'] | None = None,
             wing: str | None = None,
             limit: int | None = None,
             dry_run: bool | None = None,
+            plan_only: bool | None = None,
             root: str | None = None,
     ) -> dict[str, Any]:
         """One-off ingest of files or folders, with a summary (files, exchanges, drawers, skipped with reasons).
 
         paths: files or folders
-        mode: how to read them
+        mode: how to read them (auto: a code project when the folder is a VCS root or holds more source files than
+            transcripts, else conversations)
         wing: the wing their drawers file under (default: from each file)
         limit: read at most this many files (0: all)
-        dry_run: list what would be read, store nothing
+        dry_run: read everything as the ingest would and report it, store nothing (the same reading as `mempal
+            inspect`)
+        plan_only: only list the files that would be read
         root: the folder the given paths lie in (for batches of a planned mine)
         """
         return self._invoke("mine", {
@@ -398,8 +402,33 @@ class ClientMethods(ClientBase):
             "wing": wing,
             "limit": limit,
             "dry_run": dry_run,
+            "plan_only": plan_only,
             "root": root,
         })
+
+    def inspect(
+            self,
+            path: str,
+            *,
+            mode: Literal['auto', 'convos', 'projects'] | None = None,
+            counts_only: bool | None = None,
+    ) -> dict[str, Any]:
+        """What reading FILE would store, nothing stored: every line or record accounted for (stored in which exchange,
+        folded into one, or skipped and why) and the exchanges it would store.
+
+        path: the file (or a Slack export folder)
+        mode: how to read it (auto: as its source does, else as mine would)
+        counts_only: only the counts, not the table of lines
+        """
+        return self._invoke("inspect", {"path": path, "mode": mode, "counts_only": counts_only})
+
+    def reread(self, path: str) -> dict[str, Any]:
+        """Read a watched source (or a file or folder of it) again with the current adapters: its drawers are replaced
+        (same ids where the exchange is the same) and the ones no longer produced removed.
+
+        path: the watched source, or a file or folder inside it
+        """
+        return self._invoke("reread", {"path": path})
 
     def init(self, path: str, *, wing: str | None = None, force: bool | None = None) -> dict[str, Any]:
         """Write DIR/mempal.toml with the project's wing and the room of each folder (edit it after).
