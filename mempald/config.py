@@ -78,6 +78,9 @@ class StoreSettings:
     # many vectors are not indexed and the daemon is idle; 0 = never (brute-force search, more memory).
     index_after: int = 20_000
     index_quiet_s: float = 30.0  # ... and nothing has been queued for this long
+    # Embedded store only: writes pause (ingest waits, search goes on) while the disk holding the store has less
+    # than this many MB free, counting what its preallocated files may still take (mempald.store.space).
+    min_free_mb: int = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,8 @@ class IngestSettings:
     reconcile_interval_s: float = 300.0
     lock_timeout_s: float = 30.0
     max_line_bytes: int = 16 * 1024 * 1024
+    # A file (or Slack export) larger than this is not read, but counted and logged: documents are read whole.
+    max_file_bytes: int = 512 * 1024 * 1024
     read_chunk_bytes: int = 2 * 1024 * 1024
     # Filesystem events are hints (the reconcile scan is the truth): off, only the scans find changes.
     watch_events: bool = True
@@ -114,12 +119,17 @@ class SearchSettings:
     limit: int = 10
     dense_weight: float = 0.3  # chosen by bench/locomo.py (see mempald.search.fusion)
     candidates: int = 100
+    # The relevance floor (mempald.search.fusion.relevance, a calibrated probability): hits below it are not
+    # returned, so a query that matches nothing answers "no memories match". Chosen by bench/locomo.py and
+    # bench/recall.py (it removes no answer LoCoMo finds in the first ten).
+    min_score: float = 0.05
 
 
 @dataclass(frozen=True, slots=True)
 class HooksSettings:
     recall: bool = True
-    recall_threshold: float = 0.55  # cosine; measured: 89% of answerable prompts inject, 0.7% of unrelated ones
+    # The calibrated relevance a memory needs to be injected (see search.min_score); chosen by bench/recall.py.
+    recall_threshold: float = 0.5
     recall_max_tokens: int = 600
     stop_every: int = 15
     stop_mode: str = "silent"  # silent | ask
@@ -292,6 +302,13 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("store.index_quiet_s: must be 0 or more seconds")
     if s.daemon.max_line_bytes < 1024:
         raise ConfigError("daemon.max_line_bytes: must be at least 1024")
+    if s.ingest.max_file_bytes < 1024:
+        raise ConfigError("ingest.max_file_bytes: must be at least 1024")
+    if s.store.min_free_mb < 0:
+        raise ConfigError("store.min_free_mb: must be 0 (no check) or a number of MB")
+    for key, value in (("search.min_score", s.search.min_score), ("hooks.recall_threshold", s.hooks.recall_threshold)):
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{key}: a relevance between 0 and 1, got {value}")
     url = s.store.url
     if url and not (url.startswith(("http://", "https://", "path:")) or url == ":memory:"):
         raise ConfigError("store.url: expected http(s)://..., path:/dir or :memory:")
@@ -316,13 +333,28 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
 
 
 def write_raw(raw: Mapping[str, Any], path: Path | None = None) -> None:
-    """Validate and write ``raw`` atomically (tomli-w), keeping whatever else the user had in it."""
+    """Validate and write ``raw`` atomically (tomli-w), keeping whatever else the user had in it. The file is the
+    owner's only (0600 in a 0700 folder): it lists what is watched."""
     parse_settings(raw, env={})
     path = path or config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    owner_only(path.parent, 0o700)
     tmp = path.with_suffix(".toml.tmp")
-    tmp.write_bytes(tomli_w.dumps(dict(raw)).encode("utf-8"))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        os.fchmod(fh.fileno(), 0o600)  # an old tmp file keeps its mode on O_CREAT
+        fh.write(tomli_w.dumps(dict(raw)).encode("utf-8"))
     os.replace(tmp, path)
+
+
+def owner_only(path: Path, mode: int) -> None:
+    """Take group and other permissions off ``path`` (a file 0600, a folder 0700) when it is ours and open."""
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    if st.st_uid == os.getuid() and st.st_mode & 0o077:
+        os.chmod(path, mode)
 
 
 # Settings read when the daemon starts (the socket, the store, the model, the queues between threads): a reload

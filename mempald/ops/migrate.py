@@ -14,6 +14,10 @@
 
 The source should not change while it is copied (stop the daemon, or let it run the migration itself):
 points written to the source behind the scroll cursor are not copied, and the verification will say so.
+
+The target is named by ``open_target``: a URL, or an absolute folder (an empty or relative name is refused: it
+once copied the palace into the daemon's working directory). A folder target is the owner's only, as the palace
+it copies (0700 folders, 0600 files, whatever it held before).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from mempald import logs
+from mempald.config import Settings
+from mempald.errors import InvalidInput
 from mempald.store.base import Filters, PointData, SparseVec, Store, StoredPoint, StoreError
 
 log = logs.get("migrate")
@@ -36,6 +43,55 @@ CHECKPOINT_VERSION = 1
 DENSE_TOLERANCE = 1e-5
 ALL = Filters(include_deleted=True)
 VERIFY_BATCH = 512
+
+
+def target_spec(raw: str) -> str:
+    """The migration target as ``open_location`` takes it, checked: a URL as given, a folder made absolute by
+    ``~`` only. Raises ``InvalidInput`` for an empty or relative folder."""
+    spec = raw.strip()
+    if not spec:
+        raise InvalidInput("migrate needs a target: http(s)://host:6333, path:/dir, or an absolute folder")
+    if spec.startswith(("http://", "https://")) or spec == ":memory:":
+        return spec
+    prefix = next((x for x in ("path:", "edge:") if spec.startswith(x)), "")
+    folder = Path(spec[len(prefix):]).expanduser()
+    if not folder.is_absolute():
+        raise InvalidInput(f"the target folder must be an absolute path, got {raw!r}")
+    return f"{prefix}{os.path.normpath(folder)}"
+
+
+def local_folder(location: str) -> Path | None:
+    """The folder behind a store's ``location`` when it is on this machine (an embedded store, a qdrant-client
+    local path), else None."""
+    if location.startswith("edge:"):
+        return Path(location[len("edge:"):])
+    if location.startswith("server:path:"):
+        return Path(location[len("server:path:"):].rsplit("/", 1)[0])
+    return None
+
+
+def owner_only_tree(root: Path) -> None:
+    """Take group and other permissions off every folder and file under ``root`` (those of this user)."""
+    uid = os.getuid()
+    for dirpath, _dirnames, filenames in os.walk(root):  # (links to folders are not followed)
+        for name in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
+            try:
+                st = os.lstat(name)
+                if st.st_uid == uid and st.st_mode & 0o077 and not stat.S_ISLNK(st.st_mode):
+                    os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o077)
+            except OSError:
+                continue
+
+
+def open_target(raw: str, settings: Settings, dim: int) -> Store:
+    """Open the store a migration copies into (``target_spec`` checks its name), owner-only when local."""
+    from mempald.store.locate import open_location
+
+    store = open_location(target_spec(raw), settings, dim)
+    folder = local_folder(store.location)
+    if folder is not None:
+        owner_only_tree(folder)
+    return store
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +193,9 @@ whatever the verdict: a failed verification (``report.ok`` false) means the next
     elif progress is not None:
         progress(ckpt.copied, total)
     report = _verify(src, dst, total, copied, resumed_from, sample, seed, started)
+    folder = local_folder(dst.location)
+    if folder is not None:
+        owner_only_tree(folder)
     # Verified or not, this copy is finished: a failed verification makes the next run copy everything again.
     ckpt.remove()
     if not report.ok:

@@ -30,15 +30,21 @@ def _embedder() -> Any:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from mempald.embed.embedder import DEFAULT_DIM
-    from mempald.ops.migrate import migrate
+    from mempald.errors import InvalidInput
+    from mempald.ops.migrate import migrate, open_target, target_spec
     from mempald.runtime.lock import InstanceLock
     from mempald.store.locate import open_location
 
     settings = load_settings()
     own = str(settings.store_path())
     source_spec = args.source or own
+    try:
+        target = target_spec(args.to)
+    except InvalidInput as exc:
+        print(f"mempald migrate: {exc.message}", file=sys.stderr)
+        return 2
     lock = InstanceLock(data_dir() / "mempald.lock")
-    touches_own = own in (source_spec, str(Path(args.to).expanduser().resolve()))
+    touches_own = own in (source_spec, target, target.removeprefix("edge:"))
     if touches_own and not lock.acquire():
         print(f"mempald migrate: a daemon (pid {lock.holder()}) runs on {data_dir()}: use `mempal migrate --to "
               f"{args.to}` (it copies through the daemon), or stop the daemon first", file=sys.stderr)
@@ -50,7 +56,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
     try:
         src = open_location(source_spec, settings, args.dim or DEFAULT_DIM)
-        dst = open_location(args.to, settings, args.dim or DEFAULT_DIM)
+        dst = open_target(target, settings, args.dim or DEFAULT_DIM)
         try:
             report = migrate(src, dst, progress=progress, checkpoint=data_dir() / "migrate-checkpoint.json")
         finally:

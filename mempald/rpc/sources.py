@@ -13,12 +13,11 @@ from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput
 from mempald.features.pack.run import run_pack, run_prune
 from mempald.ingest.review import SourceReview
-from mempald.ops.migrate import migrate
+from mempald.ops.migrate import migrate, open_target
 from mempald.rpc.dispatch import Args, Handler
 from mempald.sources.admin import SourceAdmin
 from mempald.sources.paths import checked_path
 from mempald.store.gateway import StoreGateway
-from mempald.store.locate import open_location
 
 
 class SourceMethods:
@@ -85,7 +84,7 @@ class SourceMethods:
 
     async def migrate(self, a: Args) -> Any:
         """Copy the palace to another store, in batches, resumable from a checkpoint in the data dir, verified."""
-        dst = await anyio.to_thread.run_sync(open_location, a["to"], self.settings.current, self.embedder.dim)
+        dst = await anyio.to_thread.run_sync(open_target, a["to"], self.settings.current, self.embedder.dim)
         checkpoint = data_dir() / "migrate-checkpoint.json"
         try:
             report = await self.store.exclusive(lambda: migrate(self.store.store, dst, checkpoint=checkpoint))

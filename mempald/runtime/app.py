@@ -1,14 +1,24 @@
 """The daemon's lifetime: single instance, one task group, readiness, signals, ordered shutdown.
 
-Exit codes: 0 clean stop, 2 bad config, 3 never started (model, store or socket could not be opened),
+Exit codes: 0 clean stop, 2 bad config, 3 never started (model, store or socket could not be opened, or
+the state database or store is damaged: the message names the file and says to run ``mempald repair``),
 4 another instance runs on this data dir.
+
+Everything the daemon makes is the owner's only: the process runs with umask 077 (``mempald.main``), and at
+start the data dir, the config dir and ``config.toml`` lose any group or other permission they had. A stop that
+cannot finish (a worker thread blocked in the kernel) ends the process after ``daemon.shutdown_timeout_s`` plus
+a grace period: committed writes are already durable (SQLite WAL, the store's WAL), as after a ``kill -9``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sqlite3
 import sys
+import threading
+import traceback
 
 import anyio
 import anyio.lowlevel
@@ -16,7 +26,7 @@ import anyio.to_thread
 
 from mempal.paths import publish_pointer, socket_path, withdraw_pointer
 from mempald import __version__, logs
-from mempald.config import ConfigError, Settings, data_dir, load_settings
+from mempald.config import ConfigError, Settings, config_dir, config_path, data_dir, load_settings, owner_only
 from mempald.embed.embedder import ModelError
 from mempald.errors import MempalError
 from mempald.runtime.lock import InstanceLock
@@ -33,8 +43,24 @@ EXIT_RUNNING = 4
 log = logs.get("app")
 
 
+FORCE_EXIT_GRACE_S = 10.0
+
+
+def secure_dirs(settings: Settings) -> None:
+    """Take group and other permissions off what the daemon keeps: an existing 0755 data dir let another user
+    list the store and read the state database's header."""
+    ddir = data_dir()
+    ddir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for folder in (ddir, config_dir(), settings.store_path() if settings.store.path else None):
+        if folder is not None:
+            owner_only(folder, 0o700)
+    for file in (config_path(), ddir / "state.sqlite3", ddir / "mempald.lock"):
+        owner_only(file, 0o600)
+
+
 def run(settings: Settings) -> int:
     ddir = data_dir()
+    secure_dirs(settings)
     lock = InstanceLock(ddir / "mempald.lock")
     if not lock.acquire():
         log.error("already_running", data_dir=str(ddir), pid=lock.holder(),
@@ -45,6 +71,10 @@ def run(settings: Settings) -> int:
             daemon = Daemon.open(settings)
         except (ModelError, StoreError, MempalError, OSError) as exc:
             log.error("cannot_start", error=str(exc))
+            return EXIT_NOT_STARTED
+        except sqlite3.Error as exc:  # damage found past the state database's own start-up check
+            log.error("cannot_start", error=f"the state database {ddir / 'state.sqlite3'} is damaged ({exc}): "
+                      "stop mempald and run `mempald repair`")
             return EXIT_NOT_STARTED
         try:
             return anyio.run(_main, daemon)
@@ -106,9 +136,27 @@ async def _signals(scope: anyio.CancelScope, daemon: Daemon, notifier: Notifier)
                 continue
             log.info("stopping", signal=signal.Signals(signum).name)
             notifier.stopping()
+            _arm_force_exit(daemon.settings.current.daemon.shutdown_timeout_s + FORCE_EXIT_GRACE_S)
             await daemon.dispatcher.drain(daemon.settings.current.daemon.shutdown_timeout_s)
             scope.cancel()
             return
+
+
+def _arm_force_exit(after_s: float) -> None:
+    """End the process if the orderly stop has not ended it within ``after_s`` (a worker thread stuck in the
+    kernel cannot be cancelled, and its task would hold the task group open forever)."""
+
+    def force() -> None:
+        frames = sys._current_frames()
+        stuck = [" | ".join(line.strip().replace("\n", " ") for line in traceback.format_stack(frames[t.ident])[-2:])
+                 for t in threading.enumerate() if t.ident in frames and t.name.startswith("AnyIO worker")]
+        log.error("shutdown_forced", after_s=after_s, threads=stuck[:20],
+                  message="the stop did not finish in time; exiting (committed writes are durable)")
+        os._exit(EXIT_OK)
+
+    timer = threading.Timer(after_s, force)
+    timer.daemon = True
+    timer.start()
 
 
 def main_run(verbose: bool = False) -> int:

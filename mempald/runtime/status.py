@@ -96,6 +96,7 @@ class StatusReport:
                 "backlog_bytes": sum(max(0, c.size - (c.context.read_end or c.offset)) for c in mine),
                 "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
                 "skipped": dict(st.skipped) if st else {},
+                **_refused(self.scanner.refused.get(s.key, {})),
                 "redactions": counters.get(s.key, {}).get("redactions", 0),
             })
         return {
@@ -118,3 +119,14 @@ class StatusReport:
             "sources": sources,
             "warnings": [w for w in (self.ingestor.store_warning,) if w],
         }
+
+
+REFUSED_LISTED = 20
+
+
+def _refused(found: dict[str, str]) -> dict[str, Any]:
+    """The files the source's last scan would not read: counts by reason and the first few paths."""
+    counts: dict[str, int] = {}
+    for reason in found.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return {"refused": counts, "refused_paths": dict(list(found.items())[:REFUSED_LISTED])}

@@ -1,8 +1,15 @@
 """Managing sources: watch add/list/remove (persisted in the config, applied at once), one-off ``mine`` of
-paths, and ``init`` of a project's ``mempal.toml``."""
+paths, and ``init`` of a project's ``mempal.toml``.
+
+``mine`` accounts for every file it was given or found: one that may not be read (a FIFO, a device, a file of
+``/proc``, one over ``ingest.max_file_bytes``) is counted in ``skipped`` by reason and listed in
+``skipped_files``; one that is gone or cannot be opened (a dangling or unreadable link) is listed in ``errors``;
+the others are read. A batch of a planned mine (``root`` given) never stops at one bad file."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,16 +17,21 @@ from typing import Any
 import anyio.to_thread
 import tomli_w
 
+from mempald import logs
 from mempald.config import ConfigError, SettingsRef, load_settings, read_raw, write_raw
 from mempald.errors import Forbidden, InvalidInput, NotFound
-from mempald.ingest.ingestor import Ingestor, IngestResult
+from mempald.ingest.ingestor import Ingestor, IngestResult, SourceStatus
 from mempald.ingest.queues import FRESH
 from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
 from mempald.sources.paths import checked_path
+from mempald.sources.reader import Refused, refusal
 from mempald.sources.registry import Source
 from mempald.sources.scan import Scanner
 from mempald.text.classify import room_for_path
+
+log = logs.get("sources")
+LISTED_MAX = 200  # skipped files named in one mine summary (all are counted)
 
 
 def _update_watch_list(change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
@@ -34,6 +46,39 @@ def _update_watch_list(change: Callable[[list[dict[str, Any]]], list[dict[str, A
 
 def _files_of(source: Source) -> list[Path]:
     return list(source.iter_files())
+
+
+def _planned(base: Path, raw: str) -> Path:
+    """A path of a planned batch: absolute and inside ``base`` as written (not resolved: a link in the folder is
+    read as the folder's walk reads it, and a broken one is reported, not fatal to the batch)."""
+    path = Path(os.path.normpath(raw))
+    if not path.is_absolute():
+        raise InvalidInput(f"path must be absolute: {raw!r}")
+    if path != base and base not in path.parents:
+        raise Forbidden(f"every path must be inside {base}")
+    return path
+
+
+def _why_not(path: Path, max_bytes: int) -> tuple[str, str, bool] | None:
+    """(reason, detail, is an error) when ``path`` is not to be read, None when it may be."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        gone = "a link to nothing" if path.is_symlink() else "no such file"
+        return "missing", gone, True
+    except OSError as exc:
+        return "unreadable", f"{type(exc).__name__}: {exc.strerror or exc}", True
+    if stat.S_ISDIR(st.st_mode):
+        return None  # a Slack export folder: read as one unit
+    why = refusal(st, max_bytes)
+    return None if why is None else (why[0], why[1], False)
+
+
+def _write_new(target: Path, body: str) -> None:
+    """Write ``target`` through a new file renamed over it (a link at its name is replaced, never followed)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(body)
+    os.replace(tmp, target)
 
 
 def detect_rooms(root: Path) -> dict[str, str]:
@@ -102,14 +147,16 @@ class SourceAdmin:
     async def mine(self, raw_paths: tuple[str, ...], *, mode: str, limit: int, dry_run: bool, wing: str | None,
                    root: str | None) -> dict[str, Any]:
         """One-off ingest of paths (files or folders) with a summary; ``dry_run`` lists what would be read."""
-        paths = [checked_path(x) for x in raw_paths]
         summary: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {},
-                                   "errors": []}
-        groups: list[tuple[Path, list[Path] | None]] = (
-            [(checked_path(root), paths)] if root else [(r, None) for r in paths])
+                                   "skipped_files": [], "errors": []}
+        groups: list[tuple[Path, list[Path] | None]]
+        if root:
+            base = checked_path(root)
+            groups = [(base, [_planned(base, x) for x in raw_paths])]
+        else:
+            groups = [(checked_path(x), None) for x in raw_paths]
+        cap = self.settings.current.ingest.max_file_bytes
         for base, only in groups:
-            if only is not None and any(base not in f.parents and f != base for f in only):
-                raise Forbidden(f"every path must be inside {base}")
             source = self.sources.source_for(base) or Source(f"{mode}:{base}", base, mode, "auto", wing or "")
             files = only if only is not None else await anyio.to_thread.run_sync(_files_of, source)
             if limit:
@@ -120,9 +167,17 @@ class SourceAdmin:
                 summary["files"] += 1
                 if dry_run:
                     continue
-                res: IngestResult = await self.ingestor.ingest_path(f, source, FRESH)
-                while res.more:
-                    res = await self.ingestor.ingest_path(f, source, FRESH)
+                why = await anyio.to_thread.run_sync(_why_not, f, cap)
+                if why is not None:
+                    self._account(summary, source, f, *why)
+                    continue
+                try:
+                    res: IngestResult = await self.ingestor.ingest_path(f, source, FRESH)
+                    while res.more:
+                        res = await self.ingestor.ingest_path(f, source, FRESH)
+                except Refused as exc:  # it changed between the check and the read
+                    self._account(summary, source, f, exc.reason, exc.detail, False)
+                    continue
                 summary["exchanges"] += res.exchanges
                 summary["drawers"] += res.drawers
                 summary["written"] += res.written
@@ -135,6 +190,19 @@ class SourceAdmin:
         summary["dry_run"] = dry_run
         return summary
 
+    def _account(self, summary: dict[str, Any], source: Source, path: Path, reason: str, detail: str,
+                 error: bool) -> None:
+        """Record a file that is not read: an error (gone, unreadable), or a skip counted by reason with the
+        source's other skips (``status`` shows them; the summary's ``skipped`` is read from there)."""
+        log.warning("file_skipped", path=str(path), reason=reason, detail=detail, source=source.key)
+        if error:
+            summary["errors"].append(f"{path}: {detail}")
+            return
+        skipped = self.ingestor.status.setdefault(source.key, SourceStatus()).skipped
+        skipped[reason] = skipped.get(reason, 0) + 1
+        if len(summary["skipped_files"]) < LISTED_MAX:
+            summary["skipped_files"].append(f"{path}: {detail}")
+
     async def init(self, raw_path: str, wing: str | None, force: bool) -> dict[str, Any]:
         """Write ``DIR/mempal.toml`` with the project's wing and detected rooms (the user may edit it)."""
         root = checked_path(raw_path)
@@ -143,9 +211,11 @@ class SourceAdmin:
         target = root / "mempal.toml"
         if target.exists() and not force:
             raise InvalidInput(f"{target} exists; pass force to overwrite")
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise InvalidInput(f"{target} is not a regular file; remove it first")
         body = "# mempal project settings: the wing this project files under and the room of each folder.\n"
         body += tomli_w.dumps({"wing": wing, "rooms": rooms})
-        await anyio.to_thread.run_sync(target.write_text, body)
+        await anyio.to_thread.run_sync(_write_new, target, body)
         return {"path": str(target), "wing": wing, "rooms": rooms}
 
     async def ingest_file(self, raw_path: str) -> dict[str, Any]:
@@ -154,6 +224,9 @@ class SourceAdmin:
         source = self.sources.source_for(path)
         if source is None:
             raise Forbidden(f"{path} is not inside a watched source; add it with `mempal watch add`")
+        why = await anyio.to_thread.run_sync(_why_not, path, self.settings.current.ingest.max_file_bytes)
+        if why is not None:
+            raise InvalidInput(f"{path}: {why[1]}: not read")
         res = await self.ingestor.ingest_path(path, source, FRESH)
         while res.more:
             res = await self.ingestor.ingest_path(path, source, FRESH)

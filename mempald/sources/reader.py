@@ -1,17 +1,26 @@
-"""Incremental JSONL reading with cursors (blocking; runs in a worker thread).
+"""Incremental JSONL reading with cursors (blocking; runs in a worker thread), and what may be read at all.
 
 A cursor is (offset, inode, size, mtime, prefix hash). Only complete lines are returned; a partial last
 line waits. If the file shrank, was replaced (new inode) or its bytes before the offset changed, reading
 starts again from the beginning (ids are deterministic, so a replay overwrites, never duplicates).
 Lines longer than ``max_line`` are skipped with a count, in bounded memory.
+
+Only regular files are read: a FIFO would block a worker thread forever on ``open``, a device (``/dev/zero``)
+never ends, and the files of ``/proc`` and ``/sys`` hold the machine's secrets (``/proc/self/environ``).
+``refusal`` says why a file is not read (its ``stat``, links followed), ``check_file`` raises ``Refused`` for
+it, and ``open_regular`` opens without blocking and checks what it opened (no race with a rename in between).
+Files over ``ingest.max_file_bytes`` are refused by the callers that read whole files.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from mempald.normalize.model import Line
 
@@ -20,12 +29,107 @@ _TAIL = 65536
 _BLOCK = 1 << 20
 
 
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+TOO_LARGE = "too_large"
+
+
+class Refused(OSError):
+    """A file that is not read. ``reason`` is the key counted in ``status`` (``fifo``, ``socket``, ``device``,
+    ``directory``, ``pseudo_file``, ``too_large``); the message names the file and the reason."""
+
+    def __init__(self, path: Path | str, reason: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}: not read")
+        self.path = str(path)
+        self.reason = reason
+        self.detail = detail
+
+
+@functools.cache
+def _pseudo_devices() -> frozenset[int]:
+    """The devices of the kernel's pseudo filesystems (procfs, sysfs, devtmpfs), where they exist."""
+    devs = set()
+    for root in PSEUDO_ROOTS:
+        try:
+            devs.add(os.stat(root).st_dev)
+        except OSError:
+            continue
+    return frozenset(devs)
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this mode is, in a word ("regular" for one that may be read)."""
+    if stat.S_ISREG(mode):
+        return "regular"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special"
+
+
+_WHAT = {"fifo": "a FIFO (named pipe)", "socket": "a socket", "device": "a device", "directory": "a directory",
+         "special": "not a regular file"}
+
+
+def refusal(st: os.stat_result, max_bytes: int | None = None, *, pseudo_only: bool = False) -> tuple[str, str] | None:
+    """(reason, detail) when a file with this ``stat`` (links followed) is not to be read, else None.
+    ``pseudo_only``: only whether it lies on a pseudo filesystem (for a folder)."""
+    kind = kind_of(st.st_mode)
+    if kind != "regular" and not pseudo_only:
+        return kind, f"{_WHAT[kind]}, not a regular file"
+    if st.st_dev in _pseudo_devices():
+        return "pseudo_file", "a file of a kernel pseudo filesystem (/proc, /sys, /dev)"
+    if max_bytes is not None and st.st_size > max_bytes:
+        return TOO_LARGE, (f"{st.st_size:,} bytes, over ingest.max_file_bytes ({max_bytes:,}); raise it to read "
+                           "this file")
+    return None
+
+
+def check_file(path: Path, max_bytes: int | None = None) -> os.stat_result:
+    """``stat`` a file that is about to be read (links followed); raises ``Refused`` if it may not be."""
+    st = path.stat()
+    why = refusal(st, max_bytes)
+    if why is not None:
+        raise Refused(path, *why)
+    return st
+
+
+def open_regular(path: Path, max_bytes: int | None = None) -> BinaryIO:
+    """Open a file for reading only if it is a regular file (and within ``max_bytes``): the open never blocks
+    (``O_NONBLOCK``: a FIFO with no writer would hang it), and what was opened is checked, not the name."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        why = refusal(os.fstat(fd), max_bytes)
+        if why is not None:
+            raise Refused(path, *why)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """The whole of a regular file of at most ``max_bytes`` (``Refused`` otherwise), in bounded memory even if
+    the file grows while it is read."""
+    with open_regular(path, max_bytes) as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise Refused(path, TOO_LARGE, f"grew past ingest.max_file_bytes ({max_bytes:,}) while read")
+    return data
+
+
 def prefix_hash(path: Path, offset: int) -> str:
     """A hash of the bytes before ``offset``: the first 4 KiB and the 64 KiB just before it."""
     h = hashlib.sha256()
     if offset <= 0:
         return h.hexdigest()
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         h.update(fh.read(min(offset, _HEAD)))
         start = max(_HEAD, offset - _TAIL)
         if start < offset:
@@ -60,7 +164,13 @@ def read_lines(
     budget: int,
     max_line: int,
 ) -> ReadResult:
-    st = path.stat()
+    with open_regular(path) as fh:
+        st = os.fstat(fh.fileno())
+        return _read_open(fh, st, path, offset, inode, expected_hash, budget=budget, max_line=max_line)
+
+
+def _read_open(fh: BinaryIO, st: os.stat_result, path: Path, offset: int, inode: int | None,
+               expected_hash: str | None, *, budget: int, max_line: int) -> ReadResult:
     res = ReadResult(size=st.st_size, inode=st.st_ino, mtime=st.st_mtime)
     restart = (
         (inode is not None and inode != st.st_ino)
@@ -72,50 +182,49 @@ def read_lines(
         res.restarted = True
     res.start = offset
     res.end = offset
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        pending = b""
-        pending_start = offset
-        consumed = 0
-        skipping = False
-        while True:
-            block = fh.read(_BLOCK)
-            if not block:
-                break
-            if skipping:
-                nl = block.find(b"\n")
-                if nl < 0:
-                    pending_start += len(block)
-                    continue
-                pending_start += nl + 1
-                block = block[nl + 1 :]
-                skipping = False
-                res.skipped_long += 1
-                res.end = pending_start
-            data = pending + block
-            pos = 0
-            while True:
-                nl = data.find(b"\n", pos)
-                if nl < 0:
-                    break
-                raw = data[pos:nl]
-                if len(raw) > max_line:
-                    res.skipped_long += 1
-                elif raw.strip():
-                    res.lines.append(Line(pending_start + pos, raw.rstrip(b"\r")))
-                pos = nl + 1
-            consumed += pos
-            pending_start += pos
-            pending = data[pos:]
-            res.end = pending_start
-            if len(pending) > max_line:
-                skipping = True
-                pending_start += len(pending)
-                pending = b""
-            if consumed >= budget:
-                res.more = fh.tell() < st.st_size or bool(pending)
-                break
+    fh.seek(offset)
+    pending = b""
+    pending_start = offset
+    consumed = 0
+    skipping = False
+    while True:
+        block = fh.read(_BLOCK)
+        if not block:
+            break
         if skipping:
-            # A giant line with no newline yet: come back to its start later.
-            res.end = max(res.end, res.start)
+            nl = block.find(b"\n")
+            if nl < 0:
+                pending_start += len(block)
+                continue
+            pending_start += nl + 1
+            block = block[nl + 1 :]
+            skipping = False
+            res.skipped_long += 1
+            res.end = pending_start
+        data = pending + block
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            raw = data[pos:nl]
+            if len(raw) > max_line:
+                res.skipped_long += 1
+            elif raw.strip():
+                res.lines.append(Line(pending_start + pos, raw.rstrip(b"\r")))
+            pos = nl + 1
+        consumed += pos
+        pending_start += pos
+        pending = data[pos:]
+        res.end = pending_start
+        if len(pending) > max_line:
+            skipping = True
+            pending_start += len(pending)
+            pending = b""
+        if consumed >= budget:
+            res.more = fh.tell() < st.st_size or bool(pending)
+            break
+    if skipping:
+        # A giant line with no newline yet: come back to its start later.
+        res.end = max(res.end, res.start)
     return res

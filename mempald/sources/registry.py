@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +136,8 @@ def source_from_spec(spec: SourceSpec, root: Path) -> Source:
 
 
 def folder_signature(root: Path) -> tuple[int, int, float]:
-    """(files, total bytes, newest mtime) of the JSON files of an export folder: changes when any does."""
+    """(files, total bytes, newest mtime) of the JSON files of an export folder: changes when any does. Only
+    regular files count (a FIFO or a link to a device among them is not read)."""
     n, size, mtime = 0, 0, 0.0
     for dirpath, _dirs, files in os.walk(root, followlinks=False):
         for name in files:
@@ -143,6 +145,8 @@ def folder_signature(root: Path) -> tuple[int, int, float]:
                 try:
                     st = (Path(dirpath) / name).stat()
                 except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
                     continue
                 n += 1
                 size += st.st_size

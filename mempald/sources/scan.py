@@ -1,6 +1,10 @@
 """The reconcile scan, the truth behind filesystem events: compare every source's files with their cursors,
 queue what changed (newest first) and forget files that are gone. Runs at start and every
-``ingest.reconcile_interval_s``; also the authority on which files of a code project are read (``.gitignore``)."""
+``ingest.reconcile_interval_s``; also the authority on which files of a code project are read (``.gitignore``).
+
+Files that may not be read (a FIFO, a device such as a link to ``/dev/zero``, a file of ``/proc``, one over
+``ingest.max_file_bytes``: ``mempald.sources.reader.refusal``) are never queued: each is counted per source
+and reason in ``refused`` (shown by ``status``) and logged once with its path and reason."""
 
 from __future__ import annotations
 
@@ -16,10 +20,12 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FileQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.ignore import RepoFilter
+from mempald.sources.reader import TOO_LARGE, refusal
 from mempald.sources.registry import Source, folder_signature
 from mempald.state.db import State
 
 log = logs.get("scan")
+LOGGED_MAX = 10_000  # refused files remembered as already logged (each is logged once, not at every scan)
 
 
 class Scanner:
@@ -32,6 +38,9 @@ class Scanner:
         self.ingestor = ingestor
         self.scans_done = 0
         self._filters: dict[str, RepoFilter] = {}
+        # source key -> {path: reason} for the files its last scan refused to read
+        self.refused: dict[str, dict[str, str]] = {}
+        self._logged: set[tuple[str, str]] = set()
 
     async def reconcile(self, lane: int = BACKFILL) -> int:
         """One scan of every source; returns how many files were queued."""
@@ -64,9 +73,19 @@ class Scanner:
                source.root in parent.parents):
             return False
         try:
-            return flt.file_allowed(path, path.stat().st_size) is None
+            st = path.lstat()  # as the walk: links and special files of a project are not read
+            return stat.S_ISREG(st.st_mode) and flt.file_allowed(path, st.st_size) is None
         except OSError:
             return False
+
+    def _refuse(self, source: Source, path: Path, reason: str, detail: str, into: dict[str, str]) -> None:
+        into[str(path)] = reason
+        key = (str(path), reason)
+        if key not in self._logged:
+            if len(self._logged) >= LOGGED_MAX:
+                self._logged.clear()
+            self._logged.add(key)
+            log.warning("file_skipped", path=str(path), reason=reason, detail=detail, source=source.key)
 
     def _gone_files(self, source: Source) -> list[str]:
         return [p for p in self.state.all_cursors(source.key) if not Path(p).exists()]
@@ -74,6 +93,8 @@ class Scanner:
     def changed_files(self, source: Source) -> list[Path]:
         """The units of ``source`` that differ from their cursors, newest first (blocking)."""
         cursors = self.state.all_cursors(source.key)
+        cap = self.settings.current.ingest.max_file_bytes
+        refused: dict[str, str] = {}
         found: list[tuple[float, Path]] = []
         try:
             for path in source.iter_files():
@@ -82,13 +103,21 @@ class Scanner:
                 except OSError:
                     continue
                 cur = cursors.get(str(path))
-                if stat.S_ISDIR(st.st_mode):  # a Slack export (the only folder unit): changed when any file is
+                why = refusal(st, cap) if not stat.S_ISDIR(st.st_mode) else None
+                if why is not None:
+                    self._refuse(source, path, *why, into=refused)
+                elif stat.S_ISDIR(st.st_mode):  # a Slack export (the only folder unit): changed when any file is
                     n, size, mtime = folder_signature(path)
+                    if size > cap:  # read whole: the cap is on the export's JSON files together
+                        self._refuse(source, path, TOO_LARGE, f"an export of {size:,} bytes, over "
+                                     f"ingest.max_file_bytes ({cap:,})", into=refused)
+                        continue
                     if cur is None or not cur.same_folder(n, size, mtime):
                         found.append((mtime, path))
                 elif cur is None or not cur.same_file(st):
                     found.append((st.st_mtime, path))
         except OSError as exc:
             log.warning("scan_failed", source=source.key, error=str(exc))
+        self.refused[source.key] = refused
         found.sort(key=lambda t: -t[0])
         return [p for _, p in found]
