@@ -7,18 +7,21 @@
     mempald pack DIR ... | pack-prune FILE ...
 
 Only this package opens a store or loads the model; the ``mempal`` client tells which of these to run when the
-daemon is down.
+daemon is down. Every command runs with umask 077: whatever it creates (the data dir, the store, a migration's
+copy, a pack) is the owner's only.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from mempald import __version__
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.umask(0o077)
     parser = argparse.ArgumentParser(prog="mempald", description="mempal's memory daemon")
     parser.add_argument("--version", action="version", version=f"mempald {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
