@@ -1,10 +1,20 @@
 """Prompt-time recall (the UserPromptSubmit hook): the few memories relevant to a prompt, and this agent's cowork
-inbox, composed into one context text within a character and token budget."""
+inbox, composed into one context text within a character and token budget.
+
+What gets injected: the hits of one search over the project of the session's cwd (every wing when that project
+has no drawers yet) whose calibrated relevance (``mempald.search.fusion.relevance``: the estimated probability
+that the drawer bears on the prompt, from dense similarity and keyword evidence together) reaches the floor
+``hooks.recall_threshold``. Among those, exchanges that hold an answer come before ones that only ask the question; the
+session's own drawers are never recalled (they are in its context, or in its compaction summary), and no
+exchange is injected twice in one session (the daemon remembers what it showed each session, in memory only,
+for as long as the session is active).
+"""
 
 from __future__ import annotations
 
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -16,13 +26,20 @@ from mempal.methods.vocab import AGENTS
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.features.cowork import CoworkInbox, Drained, Message
+from mempald.normalize.wings import wing_from_cwd
 from mempald.search.ranking import SearchOptions
 from mempald.search.searcher import Searcher, SearchRequest
+from mempald.store.base import Filters
+from mempald.store.gateway import StoreGateway
 
 RECALL_CANDIDATES = 10
 RECALL_QUERY_CHARS = 1000  # the model reads 256 tokens; the head of a long prompt carries its topic
-MEMORY_TEXT_CHARS = 1200  # one memory at most, before the token budget applies
+MEMORY_TEXT_CHARS = 700  # one memory at most (about 200 tokens), so two or three fit the token budget
 FRAMING_RESERVE = 1000  # characters kept back from the inbox budget for headers and per-message lines
+QUESTION_ONLY_PENALTY = 0.3  # ordering: an exchange that only asks goes after those that answer
+SESSION_MEMORY = 512  # sessions whose injected exchanges are remembered (least recently active dropped first)
+SESSION_IDLE_S = 12 * 3600  # ... and a session idle this long is forgotten
+WING_CHECK_S = 60.0  # how long "this project has drawers" is trusted
 
 def worth_recalling(prompt: str) -> bool:
     """Slash commands and one-word replies ("yes", "go on") get no memories."""
@@ -30,28 +47,47 @@ def worth_recalling(prompt: str) -> bool:
     return not text.startswith("/") and len(text) >= 8 and len(text.split()) >= 2
 
 
-def select_memories(hits: list[dict[str, Any]], threshold: float, exclude_session: str | None) -> list[dict[str, Any]]:
-    """Hits whose cosine similarity to the prompt is at least ``threshold``, best first, one per exchange.
+def only_asks(text: str) -> bool:
+    """Does this drawer only repeat a question? A drawer's text is the user's prompt (quoted, ``> ``) and the
+    assistant's reply, tool calls summarised on lines of their own; a prompt with hardly any reply (or one
+    the user interrupted) holds no answer. Later chunks of an exchange have no prompt and are never that."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines or not lines[0].startswith(">"):
+        return False
+    prose = " ".join(ln for ln in lines if not ln.startswith((">", "[tool:", "->")))
+    return len(prose) < 80 or prose.endswith("[interrupted by user]")
+
+
+def exchange_of(h: dict[str, Any]) -> tuple[Any, Any]:
+    return (h.get("source_path"), h.get("exchange_key") or h.get("drawer_id"))
+
+
+def select_memories(hits: list[dict[str, Any]], threshold: float, exclude_session: str | None,
+                    shown: set[tuple[Any, Any]] | frozenset[tuple[Any, Any]] = frozenset()) -> list[dict[str, Any]]:
+    """Hits whose calibrated ``relevance`` is at least ``threshold``, one per exchange, best first.
 
     The fused ``score`` of search is min-max normalised (its top hit is always near 1), so it cannot say
-    whether anything is relevant at all; the raw dense cosine can.
+    whether anything is relevant at all; ``relevance`` can (it is comparable across queries), and it decides
+    what may be injected. The order among those is search's own (the fused score: on the coding recall set it
+    puts the evidence first more often than relevance does), with exchanges that only ask put after the ones
+    that answer. Hits of the current session and exchanges already injected in it (``shown``) are left out.
     """
-    out: list[dict[str, Any]] = []
-    seen: set[tuple[Any, Any]] = set()
-    for h in sorted(hits, key=lambda h: -((h.get("scores") or {}).get("dense") or 0.0)):
-        dense = (h.get("scores") or {}).get("dense")
-        if dense is None or dense < threshold:
+    best: dict[tuple[Any, Any], tuple[float, dict[str, Any]]] = {}
+    for h in hits:
+        rel = h.get("relevance")
+        if rel is None or rel < threshold:
             continue
         if exclude_session and h.get("session_id") == exclude_session:
             continue  # already in the agent's context
         if h.get("kind") == "aaak":
             continue  # compressed digests read badly out of context; their source drawers are there
-        key = (h.get("source_path"), h.get("exchange_key") or h.get("drawer_id"))
-        if key in seen:
+        key = exchange_of(h)
+        if key in shown:
             continue
-        seen.add(key)
-        out.append(h)
-    return out
+        order = float(h.get("score") or 0.0) * (1.0 - QUESTION_ONLY_PENALTY * only_asks(str(h.get("text", ""))))
+        if key not in best or order > best[key][0]:
+            best[key] = (order, h)
+    return [h for _, h in sorted(best.values(), key=lambda oh: (-oh[0], str(oh[1].get("drawer_id"))))]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -72,7 +108,7 @@ def render_memory(h: dict[str, Any], text_chars: int) -> str:
         meta.append(str(h["timestamp"])[:10])
     if h.get("agent") or h.get("source_kind"):
         meta.append(str(h.get("agent") or h.get("source_kind")))
-    meta.append(f"similarity {float((h.get('scores') or {}).get('dense') or 0.0):.2f}")
+    meta.append(f"relevance {float(h.get('relevance') or 0.0):.2f}")
     lines = [f"[{' · '.join(meta)}]"]
     if h.get("source_path"):
         lines.append(f"source: {h['source_path']}")
@@ -121,15 +157,79 @@ def compose(messages: tuple[Message, ...], remaining: int, memories: list[dict[s
     return "\n\n".join(parts)[:max_chars], kept
 
 
+class SessionMemory:
+    """Which exchanges each session was shown, so none is injected twice; in memory only, bounded, and a
+    session idle for ``SESSION_IDLE_S`` is forgotten (a daemon restart forgets them all)."""
+
+    def __init__(self, sessions: int = SESSION_MEMORY, idle_s: float = SESSION_IDLE_S) -> None:
+        self.sessions = sessions
+        self.idle_s = idle_s
+        self._shown: OrderedDict[str, tuple[float, set[tuple[Any, Any]]]] = OrderedDict()
+
+    def shown(self, session_id: str | None) -> set[tuple[Any, Any]]:
+        if not session_id:
+            return set()
+        self._expire()
+        entry = self._shown.get(session_id)
+        return set(entry[1]) if entry else set()
+
+    def add(self, session_id: str | None, keys: list[tuple[Any, Any]]) -> None:
+        if not session_id:
+            return
+        _, seen = self._shown.pop(session_id, (0.0, set()))
+        seen.update(keys)
+        self._shown[session_id] = (time.monotonic(), seen)
+        while len(self._shown) > self.sessions:
+            self._shown.popitem(last=False)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._shown:
+            sid, (last, _) = next(iter(self._shown.items()))
+            if now - last < self.idle_s:
+                break
+            del self._shown[sid]
+
+
 class PromptContext:
-    def __init__(self, settings: SettingsRef, searcher: Searcher, inbox: CoworkInbox, embedder: Embedder) -> None:
+    def __init__(self, settings: SettingsRef, searcher: Searcher, inbox: CoworkInbox, embedder: Embedder,
+                 store: StoreGateway | None = None) -> None:
         self.settings = settings
         self.searcher = searcher
         self.inbox = inbox
         self.embedder = embedder
+        self.store = store  # to tell whether the cwd's project has drawers (None: always search its wing)
+        self.memory = SessionMemory()
+        self._wings: dict[str, tuple[float, bool]] = {}
+
+    async def scope(self, cwd: str | None) -> str | None:
+        """The wing recall searches: the project of ``cwd`` when it holds drawers, else None (every wing)."""
+        wing = wing_from_cwd(cwd, default="") if cwd else ""
+        if not wing:
+            return None
+        if self.store is None:
+            return wing
+        known = self._wings.get(wing)
+        if known is None or time.monotonic() - known[0] > WING_CHECK_S:
+            has = await self.store.count(Filters(wing=(wing,))) > 0
+            known = self._wings[wing] = (time.monotonic(), has)
+        return wing if known[1] else None
+
+    def request(self, prompt: str, wing: str | None, floor: float) -> SearchRequest:
+        """The search behind recall: the prompt's head, in ``wing``, hits of relevance ``floor`` or more."""
+        settings = self.settings.current
+        return SearchRequest(
+            query=prompt.strip()[:RECALL_QUERY_CHARS], limit=RECALL_CANDIDATES,
+            filters=Filters(wing=(wing,)) if wing else Filters(),
+            # Relevance decides here, so skip the re-ranking steps that cost store round trips.
+            options=SearchOptions(dense_weight=settings.search.dense_weight, candidates=RECALL_CANDIDATES * 3,
+                                  temporal_boost=0.0, neighbour_decay=0.0, neighbour_forward=0.0,
+                                  session_weight=0.0, min_relevance=floor),
+        )
 
     async def for_prompt(self, prompt: str, *, cwd: str | None, agent: str, session_id: str | None, max_chars: int,
-                         threshold: float | None, max_tokens: int | None, budget_ms: int) -> dict[str, Any]:
+                         threshold: float | None, max_tokens: int | None, budget_ms: int,
+                         wing: str | None = None) -> dict[str, Any]:
         """The memories relevant to ``prompt`` plus this agent's inbox (drained), as one context text."""
         settings = self.settings.current
         hooks = settings.hooks
@@ -138,17 +238,13 @@ class PromptContext:
         started = time.perf_counter()
         candidates: list[dict[str, Any]] = []
         searched = False
+        scope = wing
         if hooks.recall and max_tokens > 0 and worth_recalling(prompt):
-            req = SearchRequest(
-                query=prompt.strip()[:RECALL_QUERY_CHARS], limit=RECALL_CANDIDATES,
-                # Only the dense similarity decides here, so skip the re-ranking steps that cost store round trips.
-                options=SearchOptions(dense_weight=settings.search.dense_weight, candidates=RECALL_CANDIDATES * 3,
-                                      temporal_boost=0.0, neighbour_decay=0.0, session_weight=0.0),
-            )
             with anyio.move_on_after(budget_ms / 1000.0):
-                candidates = await self.searcher.search(req)
+                scope = wing or await self.scope(cwd)
+                candidates = await self.searcher.search(self.request(prompt, scope, threshold))
                 searched = True
-        memories = select_memories(candidates, threshold, session_id)
+        memories = select_memories(candidates, threshold, session_id, self.memory.shown(session_id))
 
         # Drain last, so a slow search can never cost a message.
         def take() -> Drained:
@@ -159,13 +255,15 @@ class PromptContext:
         drained = await anyio.to_thread.run_sync(take)
         text, kept = await anyio.to_thread.run_sync(lambda: compose(
             drained.messages, drained.remaining, memories, max_chars, max_tokens, self.embedder.count_tokens))
+        self.memory.add(session_id, [exchange_of(h) for h in kept])
         return {
             "text": text,
             "messages": [m.to_dict() for m in drained.messages],
             "remaining": drained.remaining,
-            "memories": [{k: h.get(k) for k in ("drawer_id", "wing", "room", "source_path", "timestamp", "scores")}
-                         for h in kept],
+            "memories": [{k: h.get(k) for k in ("drawer_id", "wing", "room", "source_path", "exchange_key",
+                                                 "timestamp", "relevance", "scores")} for h in kept],
             "threshold": threshold,
+            "wing": scope,
             "searched": searched,
             "ms": round((time.perf_counter() - started) * 1000, 1),
         }

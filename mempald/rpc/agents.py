@@ -56,7 +56,7 @@ class AgentMethods:
     async def prompt_context(self, a: Args) -> Any:
         return await self.prompts.for_prompt(
             a["prompt"], cwd=a["cwd"], agent=a["agent"], session_id=a["session_id"], max_chars=a["max_chars"],
-            threshold=a["threshold"], max_tokens=a["max_tokens"], budget_ms=a["budget_ms"])
+            threshold=a["threshold"], max_tokens=a["max_tokens"], budget_ms=a["budget_ms"], wing=a["wing"])
 
     async def hook_config(self, _a: Args) -> Any:
         settings = self.settings.current

@@ -49,10 +49,14 @@ class CoreMethods:
         s = self.settings.current.search
         req = SearchRequest(
             query=a["query"], limit=a.get("limit", s.limit), filters=a.filters(),
-            options=SearchOptions(dense_weight=a.get("dense_weight", s.dense_weight), candidates=s.candidates),
+            options=SearchOptions(dense_weight=a.get("dense_weight", s.dense_weight), candidates=s.candidates,
+                                  min_relevance=a.get("min_score", s.min_score)),
         )
         hits = await self.searcher.search(req)
         result: dict[str, Any] = {"query": a["query"], "hits": hits}
+        if not hits:
+            result["note"] = (f"no memories match (no hit reaches relevance {req.options.min_relevance:g}; "
+                              "a lower --min-score shows weaker ones)")
         related = await self.layout.related(hits)
         if related:
             result["tunnels"] = related

@@ -18,6 +18,7 @@ that were measured and not adopted (z-score and DBSF normalisation, RRF, rare-te
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,19 +29,24 @@ __all__ = [
     "DEFAULT_DENSE_WEIGHT",
     "DEFAULT_DEPTH",
     "DEFAULT_LIST_WEIGHTS",
+    "DEFAULT_MIN_RELEVANCE",
     "DEFAULT_NEIGHBOUR_DECAY",
     "DEFAULT_NEIGHBOUR_FORWARD",
     "DEFAULT_SESSION_TOP",
     "DEFAULT_SESSION_WEIGHT",
     "DEFAULT_SPREAD_AFTER",
     "DEFAULT_TEMPORAL_BOOST",
+    "RELEVANCE_WEIGHTS",
     "Candidate",
+    "bm25_idf",
     "combine",
     "dedup",
     "fuse",
     "fuse_lists",
+    "keyword_evidence",
     "minmax_normalise",
     "neighbour_boost",
+    "relevance",
     "session_boost",
     "spread_sessions",
     "temporal_boost",
@@ -346,3 +352,48 @@ def temporal_boost(
         ts = timestamps.get(key)
         out[key] = score * (1.0 + boost) if ts is not None and lo <= ts <= hi else score
     return _sorted(out)
+
+
+# ---------------------------------------------------------------- relevance (the calibrated score)
+
+RELEVANCE_WEIGHTS = (-6.0, 9.0, 2.0, 1.5)
+"""Logistic weights ``(bias, dense, coverage, rarity)`` of :func:`relevance`; placeholder until fitted."""
+
+DEFAULT_MIN_RELEVANCE = 0.05
+"""The search floor: hits whose :func:`relevance` is below it are not returned (``search --min-score``)."""
+
+RARITY_CAP = 3.0
+""":func:`keyword_evidence` counts at most this many 'rarest-possible words' of matched evidence."""
+
+
+def bm25_idf(df: int, n: int) -> float:
+    """The IDF the store applies to a term found in ``df`` of ``n`` drawers (Qdrant's BM25 formula)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def keyword_evidence(matched: Iterable[float], query_total: float, ceiling: float) -> tuple[float, float]:
+    """``(coverage, rarity)`` of a drawer from the IDFs of the query terms it contains.
+
+    ``coverage`` is the IDF-weighted share of the query's terms the drawer holds (``query_total`` is the sum
+    over all of them), so rare words (identifiers, paths, error names) count for more than common ones.
+    ``rarity`` is the matched IDF in units of ``ceiling``, the IDF of a word found in no other drawer
+    (capped at :data:`RARITY_CAP`): it says how much unusual vocabulary the drawer shares with the query, so
+    a short query of common words ("fix the error") cannot look like strong evidence by covering itself.
+    """
+    mass = sum(matched)
+    coverage = mass / query_total if query_total > 0 else 0.0
+    rarity = min(RARITY_CAP, mass / ceiling) if ceiling > 0 else 0.0
+    return min(1.0, coverage), rarity
+
+
+def relevance(dense: float, coverage: float, rarity: float,
+              weights: Sequence[float] = RELEVANCE_WEIGHTS) -> float:
+    """The calibrated relevance of a hit, in [0, 1]: the estimated probability that the drawer holds what the
+    query is about, ``sigmoid(b + w_d * dense + w_c * coverage + w_r * rarity)``.
+
+    Dense cosine and keyword evidence (:func:`keyword_evidence`) both count on this one scale; the weights
+    were fitted by logistic regression on ``bench/recall.py``'s labelled prompts (see that module).
+    """
+    b, wd, wc, wr = weights
+    z = b + wd * dense + wc * coverage + wr * rarity
+    return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0

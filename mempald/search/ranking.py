@@ -14,24 +14,32 @@ Pipeline (each step and its default chosen by the retrieval benchmark, see ``mem
    (a drawer is indexed with the one before it, so a context match points back);
 5. session strength: drawers of sessions with several good hits rise;
 6. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
-7. near-identical hits are de-duplicated (checked until ``limit`` hits are kept).
+7. near-identical hits are de-duplicated (checked until ``limit`` hits are kept);
+8. relevance: each hit kept gets one calibrated score (``fusion.relevance``, a probability) from its dense
+   cosine and its keyword evidence (the IDF-weighted share of the query's terms it holds, and how rare they
+   are); the IDFs are read back from the store's own BM25 scores.  A hit lifted by a neighbour inherits the
+   neighbour's relevance times the same share.  Hits below ``min_relevance`` are dropped: a query that
+   matches nothing returns nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from mempald.search import fusion, temporal
-from mempald.store.base import Filters, Hit, RankRequest, Store
+from mempald.store.base import Filters, Hit, RankRequest, SparseVec, Store, StoredPoint
 
 HIT_FIELDS = (
     "wing", "room", "memory_type", "source_kind", "source_path", "session_id", "agent", "timestamp",
     "position", "exchange_key", "chunk_index", "importance", "title", "cwd", "git_branch", "machine", "kind",
 )
 NEIGHBOUR_HITS = 10  # how many top hits fetch their missing neighbours
+IDF_SAMPLE = 24  # sparse hits whose vectors are read to recover the IDF of the query's terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,7 @@ class SearchOptions:
     session_top: int = fusion.DEFAULT_SESSION_TOP
     dedup_threshold: float = fusion.DEFAULT_DEDUP_THRESHOLD
     spread_after: int = fusion.DEFAULT_SPREAD_AFTER  # below this rank, new sessions first (-1: off)
+    min_relevance: float = fusion.DEFAULT_MIN_RELEVANCE  # the floor (0: every hit, whatever its relevance)
 
 
 def _cands(hits: list[Hit]) -> list[fusion.Candidate]:
@@ -94,7 +103,112 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
         head = ranked[: limit * 5]
         texts = {i: str(payloads[i].get("text", "")) for i, _ in head}
         ranked = fusion.dedup(head, texts, opts.dedup_threshold, keep=limit) + ranked[limit * 5 :]
-    return [hit_dict(i, s, payloads[i], raw_dense.get(i), raw_sparse.get(i)) for i, s in ranked[:limit]]
+    top = ranked[:limit]
+    rel = _relevance(store, request, [i for i, _ in top], sparse_hits, raw_dense, positions)
+    return [hit_dict(i, s, payloads[i], raw_dense.get(i), raw_sparse.get(i), rel.get(i))
+            for i, s in top if rel.get(i, _NO_EVIDENCE)["relevance"] >= opts.min_relevance]
+
+
+_NO_EVIDENCE = {"dense": 0.0, "keyword": 0.0, "rarity": 0.0, "relevance": 0.0}
+
+
+Evidence = dict[str, float]
+
+
+def _relevance(store: Store, request: RankRequest, ids: list[str], sparse_hits: list[Hit],
+               raw_dense: Mapping[str, float], positions: Mapping[str, tuple[Hashable, int]]) -> dict[str, Evidence]:
+    """Each hit's evidence (dense cosine, keyword coverage and rarity) and calibrated relevance."""
+    if not ids:
+        return {}
+    opts: SearchOptions = request.options
+    adjacent = _adjacent(positions)
+    at = {pos: i for i, pos in adjacent.items()}
+    shares: dict[str, list[tuple[str, float]]] = {}
+    if opts.neighbour_decay > 0 or opts.neighbour_forward > 0:
+        for i in ids:
+            pos = adjacent.get(i)
+            if pos is None:
+                continue
+            sess, n = pos
+            for other, share in ((at.get((sess, n + 1)), opts.neighbour_decay),
+                                 (at.get((sess, n - 1)), opts.neighbour_forward)):
+                if other is not None and share > 0:
+                    shares.setdefault(i, []).append((other, share))
+    sample = sparse_hits[:IDF_SAMPLE]
+    wanted = list(dict.fromkeys([*ids, *(o for lst in shares.values() for o, _ in lst), *(h.id for h in sample)]))
+    points = {p.id: p for p in store.retrieve(wanted, with_vectors=True)}
+    n_total = _point_count(store)
+    idf, ceiling = _query_idf(request.sparse, sample, points, n_total)
+    query_total = sum(idf.values())
+
+    def own(i: str) -> dict[str, float]:
+        p = points.get(i)
+        if p is None:
+            return dict(_NO_EVIDENCE)
+        dense = raw_dense.get(i)
+        if dense is None:
+            dense = _cosine(request.dense, p.dense)
+        terms = set(p.sparse.indices) if p.sparse is not None else set()
+        coverage, rarity = fusion.keyword_evidence((w for t, w in idf.items() if t in terms), query_total, ceiling)
+        return {"dense": round(dense, 4), "keyword": round(coverage, 4), "rarity": round(rarity, 4),
+                "relevance": round(fusion.relevance(dense, coverage, rarity), 4)}
+
+    cache: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float]] = {}
+    for i in ids:
+        ev = cache.setdefault(i, own(i))
+        best = ev["relevance"]
+        for other, share in shares.get(i, ()):
+            best = max(best, share * cache.setdefault(other, own(other))["relevance"])
+        out[i] = {**ev, "relevance": round(best, 4)}
+    return out
+
+
+def _point_count(store: Store) -> int:
+    """Every point of the store, the N of its IDF (deleted drawers are points too)."""
+    return max(1, store.count(Filters(include_deleted=True)))
+
+
+def _query_idf(query: SparseVec, sample: list[Hit], points: Mapping[str, StoredPoint],
+               n_total: int) -> tuple[dict[int, float], float]:
+    """The IDF of each query term, recovered from the store's BM25 scores of ``sample``: a hit's score is
+    ``sum_t idf_t * q_t * d_t`` over the terms it shares with the query, so with the hits' term weights
+    ``d_t`` the IDFs are the least-squares solution of one such equation per hit.  A term no sampled hit
+    holds is as rare as a word can be: the IDF of a term found nowhere (also returned, as the ceiling)."""
+    ceiling = fusion.bm25_idf(0, n_total)
+    q = dict(zip(query.indices, query.values, strict=False))
+    rows: list[dict[int, float]] = []
+    scores: list[float] = []
+    for h in sample:
+        p = points.get(h.id)
+        if p is None or p.sparse is None:
+            continue
+        d = dict(zip(p.sparse.indices, p.sparse.values, strict=False))
+        row = {t: q[t] * d[t] for t in q if t in d and q[t] * d[t] > 0}
+        if row:
+            rows.append(row)
+            scores.append(h.score)
+    terms = sorted({t for r in rows for t in r})
+    idf = {t: ceiling for t in q}
+    if terms:
+        col = {t: k for k, t in enumerate(terms)}
+        a = np.zeros((len(rows), len(terms)))
+        for r, row in enumerate(rows):
+            for t, v in row.items():
+                a[r, col[t]] = v
+        solved, *_ = np.linalg.lstsq(a, np.asarray(scores), rcond=None)
+        floor = fusion.bm25_idf(n_total, n_total)
+        for t, k in col.items():
+            idf[t] = float(min(ceiling, max(floor, solved[k])))
+    return idf, ceiling
+
+
+def _cosine(a: Sequence[float], b: Sequence[float] | None) -> float:
+    if not b:
+        return 0.0
+    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    den = float(np.linalg.norm(va) * np.linalg.norm(vb))
+    return float(va @ vb) / den if den > 0 else 0.0
 
 
 def _adjacent(positions: Mapping[str, tuple[Hashable, int]]) -> dict[str, tuple[Hashable, int]]:
@@ -144,11 +258,18 @@ def _add_neighbours(store: Store, top: list[tuple[str, float]], payloads: dict[s
 
 
 def hit_dict(
-    drawer_id: str, score: float, payload: Mapping[str, Any], dense: float | None = None, sparse: float | None = None
+    drawer_id: str, score: float, payload: Mapping[str, Any], dense: float | None = None, sparse: float | None = None,
+    evidence: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
+    """A hit as search returns it: ``score`` orders the list (fused, relative to this query); ``relevance`` is
+    the calibrated probability that it bears on the query (comparable across queries: the floor applies to it);
+    ``scores`` holds the evidence: raw dense cosine, raw BM25, keyword coverage and rarity."""
     out: dict[str, Any] = {"drawer_id": drawer_id, "score": round(score, 6), "text": payload.get("text", "")}
     for key in HIT_FIELDS:
         if key in payload:
             out[key] = payload[key]
-    out["scores"] = {"dense": dense, "bm25": sparse}
+    ev = evidence or _NO_EVIDENCE
+    out["relevance"] = ev["relevance"]
+    out["scores"] = {"dense": dense if dense is not None else ev["dense"], "bm25": sparse,
+                     "keyword": ev["keyword"], "rarity": ev["rarity"], "relevance": ev["relevance"]}
     return out

@@ -21,7 +21,7 @@ from mempald.features.cowork import (
     norm_cwd,
     peek_partner,
 )
-from mempald.features.recall import compose, select_memories, worth_recalling
+from mempald.features.recall import SessionMemory, compose, only_asks, select_memories, worth_recalling
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, strip_injected
 from mempald.rpc.errors import wire_code
 from mempald.state.db import State
@@ -297,15 +297,46 @@ def test_peek_codex_rollout(tmp_path: Path, formats_dir: Path) -> None:
 
 
 # recall selection --------------------------------------------------------------------------------------------
-def _hit(i: str, dense: float | None, session: str = "s", text: str = "memory text") -> dict[str, Any]:
-    return {"drawer_id": i, "score": 1.0, "text": text, "wing": "acme", "room": "decisions", "session_id": session,
-            "source_path": f"/p/{i}.jsonl", "exchange_key": i, "scores": {"dense": dense, "bm25": 3.0}}
+def _hit(i: str, rel: float | None, session: str = "s", text: str = "memory text", score: float = 1.0,
+         exchange: str | None = None) -> dict[str, Any]:
+    return {"drawer_id": i, "score": score, "text": text, "wing": "acme", "room": "decisions", "session_id": session,
+            "source_path": f"/p/{exchange or i}.jsonl", "exchange_key": exchange or i, "relevance": rel,
+            "scores": {"dense": 0.3, "bm25": 3.0, "keyword": 0.5, "rarity": 1.0, "relevance": rel}}
 
 
-def test_select_memories_uses_the_dense_cosine_not_the_fused_score() -> None:
+def test_select_memories_uses_the_calibrated_relevance_not_the_fused_score() -> None:
     hits = [_hit("a", 0.9), _hit("b", 0.2), _hit("c", None), _hit("d", 0.7, session="current")]
     assert [h["drawer_id"] for h in select_memories(hits, 0.55, "current")] == ["a"]
     assert [h["drawer_id"] for h in select_memories(hits, 0.55, None)] == ["a", "d"]
+
+
+def test_select_memories_puts_the_answer_before_the_bare_question() -> None:
+    question = _hit("q", 0.9, text="> the deploy fails with ENOSPC again\n[interrupted by user]", score=1.0)
+    answer = _hit("a", 0.8, text="> why does the deploy fail\nThe root cause was the staging quota: we raised it to "
+                  "40 GB and cleaned the old images, and the deploy goes through now.", score=0.9)
+    later_chunk = _hit("c", 0.8, text="[tool: Bash] df -h -> 100% used", score=0.95)  # no prompt: not a question
+    assert only_asks(question["text"]) and not only_asks(answer["text"]) and not only_asks(later_chunk["text"])
+    assert [h["drawer_id"] for h in select_memories([question, answer, later_chunk], 0.5, None)] == ["c", "a", "q"]
+
+
+def test_select_memories_keeps_one_chunk_per_exchange_and_skips_what_the_session_was_shown() -> None:
+    hits = [_hit("x1", 0.9, exchange="x", score=0.5), _hit("x2", 0.9, exchange="x", score=0.8), _hit("y", 0.6)]
+    assert [h["drawer_id"] for h in select_memories(hits, 0.5, None)] == ["y", "x2"]
+    shown = {("/p/y.jsonl", "y")}
+    assert [h["drawer_id"] for h in select_memories(hits, 0.5, None, shown)] == ["x2"]
+
+
+def test_session_memory_is_bounded_and_forgets_idle_sessions() -> None:
+    mem = SessionMemory(sessions=2, idle_s=3600)
+    mem.add("s1", [("/p", "a")])
+    mem.add("s1", [("/p", "b")])
+    assert mem.shown("s1") == {("/p", "a"), ("/p", "b")} and mem.shown("other") == set() and mem.shown(None) == set()
+    mem.add("s2", [("/p", "c")])
+    mem.add("s3", [("/p", "d")])  # the least recently active session (s1) goes
+    assert mem.shown("s1") == set() and mem.shown("s3") == {("/p", "d")}
+    idle = SessionMemory(idle_s=0.0)
+    idle.add("s", [("/p", "a")])
+    assert idle.shown("s") == set()
 
 
 def test_worth_recalling() -> None:

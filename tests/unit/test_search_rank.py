@@ -140,8 +140,9 @@ def test_hit_dict_fields_and_limit(corpus: tuple[EdgeStore, Bm25Encoder]) -> Non
     h = hits[0]
     assert h["exchange_key"] == "s2:0"
     assert set(h) >= {"drawer_id", "score", "text", "scores", "session_id", "position"}
-    assert set(h["scores"]) == {"dense", "bm25"}
-    assert all(k in HIT_FIELDS or k in {"drawer_id", "score", "text", "scores"} for k in h)
+    assert set(h["scores"]) == {"dense", "bm25", "keyword", "rarity", "relevance"}
+    assert 0.0 <= h["relevance"] == h["scores"]["relevance"] <= 1.0
+    assert all(k in HIT_FIELDS or k in {"drawer_id", "score", "text", "scores", "relevance"} for k in h)
 
 
 def test_plain_options_still_rank(corpus: tuple[EdgeStore, Bm25Encoder]) -> None:

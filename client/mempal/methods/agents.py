@@ -53,11 +53,15 @@ METHODS: tuple[Method, ...] = (
             Param("agent", "enum", "whose inbox is delivered", default="claude", choices=AGENTS),
             Param("session_id", "str", "the current session (its own exchanges are not recalled)"),
             Param("max_chars", "int", "characters of context at most", default=9000, lo=500, hi=100_000),
-            Param("threshold", "float", "relevance floor (default: hooks.recall_threshold)", lo=0.0, hi=1.0),
+            Param("threshold", "float", "relevance floor: the calibrated relevance (0..1, an estimated probability "
+                  "that a memory bears on the prompt) a memory needs (default: hooks.recall_threshold)", lo=0.0,
+                  hi=1.0),
             Param("max_tokens", "int", "model tokens of memories at most (default: hooks.recall_max_tokens)", lo=0,
                   hi=100_000),
             Param("budget_ms", "int", "stop searching after this long and still deliver the inbox", default=1500,
                   lo=50, hi=60_000),
+            Param("wing", "str", "recall from this wing only (default: the cwd's project, or every wing when that "
+                  "project has no memories)"),
         ),
         writes=True, idempotent=False,  # it drains the inbox
     ),

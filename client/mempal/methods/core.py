@@ -38,6 +38,9 @@ METHODS: tuple[Method, ...] = (
                   "want with get", default="full", choices=("full", "index")),
             Param("dense_weight", "float", "weight of the semantic list in the fusion, 0..1 (default from config)",
                   lo=0.0, hi=1.0, mcp=False, cli=Cli(show=False)),
+            Param("min_score", "float", "relevance floor, 0..1: hits whose calibrated relevance (an estimated "
+                  "probability that the hit bears on the query) is lower are not returned; 0 returns every hit "
+                  "(default: search.min_score in config)", lo=0.0, hi=1.0),
         ),
         cli=("search",), mcp="search",
         help="Returns verbatim excerpts with drawer ids and source paths to cite. Use before asserting project "
