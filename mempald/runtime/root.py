@@ -20,16 +20,10 @@ from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import ModelMismatch
-from mempald.features.backup import Backup, snapshots_of
 from mempald.features.compress import Compressor
 from mempald.features.cowork import CoworkInbox
 from mempald.features.disclosure import Disclosure
-from mempald.features.exclusions import Exclusions
-from mempald.features.export import Exporter
 from mempald.features.filegate import FileGate
-from mempald.features.forget import Forgetter
-from mempald.features.forget_list import Admission, ForgetList
-from mempald.features.importer import Importer
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
 from mempald.features.ledger import TokenLedger
@@ -47,7 +41,6 @@ from mempald.ingest.review import SourceReview
 from mempald.ops import faults
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
-from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.dispatch import Dispatcher, Handler
 from mempald.rpc.memory import MemoryMethods
@@ -60,7 +53,6 @@ from mempald.search.searcher import Searcher
 from mempald.sources.admin import SourceAdmin
 from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
-from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
 from mempald.state.db import State
 from mempald.store.base import Store
@@ -68,7 +60,6 @@ from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
-from mempald.store.space import SpaceGuard, guard_store
 
 log = logs.get("app")
 
@@ -79,13 +70,11 @@ class Backends:
     """What ``Daemon.open`` opens: the model, the store (``hosted``: the same store when it is the embedded one
     in a child process, whose index the daemon maintains), the state database."""
 
-    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State,
-                 space: SpaceGuard | None = None) -> None:
+    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State) -> None:
         self.embedder = embedder
         self.store = store
         self.hosted = hosted
         self.state = state
-        self.space = space  # the disk-space guard of an embedded store's writes
 
 
 def open_backends(settings: Settings) -> Backends:
@@ -93,8 +82,7 @@ def open_backends(settings: Settings) -> Backends:
     ddir = data_dir()
     embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
     opened = open_store(settings, embedder.dim, daemon=True, ranker=ranking.rank)
-    space = None if settings.store.url else SpaceGuard(settings.store_path(), ddir, settings.store.min_free_mb)
-    store = faults.wrap_store(guard_store(opened, space))  # faults: inert unless MEMPAL_FAULTS is set
+    store = faults.wrap_store(opened)  # inert unless MEMPAL_FAULTS is set
     meta = store.get_meta()
     if meta.get("model") and meta["model"] != embedder.info.model_id:
         store.close()
@@ -110,7 +98,7 @@ def open_backends(settings: Settings) -> Backends:
     except BaseException:
         store.close()
         raise
-    return Backends(embedder, store, hosted, state, space)
+    return Backends(embedder, store, hosted, state)
 
 
 class Daemon:
@@ -129,15 +117,12 @@ class Daemon:
         self.dense = DenseQueue()
         self.taxonomy = Taxonomy()
         self.taxonomy.load()
-        self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
-        self.forgotten = ForgetList(state)
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
-                                 dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
-                                 admit=Admission(self.exclude, self.forgotten))
+                                 dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current)
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
-        self.sources = SourceSet(settings, self.exclude)
+        self.sources = SourceSet(settings)
         self.scanner = Scanner(self.settings, self.sources, state, self.files, self.ingestor)
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
         self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter)
@@ -146,8 +131,7 @@ class Daemon:
         self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
-                                   ingestor=self.ingestor, index=self.index, machine=machine,
-                                   space=backends.space, hosted=self.hosted)
+                                   ingestor=self.ingestor, index=self.index, machine=machine)
         self.kg = KnowledgeGraph(state.conn, lock=state.lock)
         self.kg.ensure_schema()
         self.inbox = CoworkInbox(state.conn, lock=state.lock)
@@ -172,16 +156,9 @@ class Daemon:
                                                                   self.store)),
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
-            self._data_methods(backends, bm25),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
-
-    def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
-        forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor)
-        return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
-                           Exporter(self.store), Importer(self.settings, self.store, self.state, bm25, self.dense),
-                           Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)))
 
     @classmethod
     def open(cls, settings: Settings) -> Daemon:
