@@ -105,6 +105,8 @@ class IngestSettings:
     # Filesystem events are hints (the reconcile scan is the truth): off, only the scans find changes.
     watch_events: bool = True
     event_buffer: int = 8192  # events queued between the watcher thread and the loop; more sets a reconcile
+    # What is never read: gitignore-style globs over file paths and session cwds (mempald.sources.exclude).
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +220,11 @@ def _coerce(key: str, value: Any, typ: Any) -> Any:
         if isinstance(value, str):
             return value
         raise ConfigError(f"{key}: expected a string, got {value!r}")
+    if typ == tuple[str, ...]:  # a list of strings (from the environment: separated by os.pathsep)
+        items = value.split(os.pathsep) if isinstance(value, str) else value
+        if isinstance(items, list | tuple) and all(isinstance(v, str) for v in items):
+            return tuple(v for v in items if v.strip())
+        raise ConfigError(f"{key}: expected a list of strings, got {value!r}")
     raise ConfigError(f"{key}: unsupported setting type")
 
 

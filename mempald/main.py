@@ -4,6 +4,7 @@
     mempald install-service | uninstall-service [--dry-run]
     mempald doctor [--json]              every check, the store and the model included
     mempald migrate --to URL [--from PATH]
+    mempald restore PATH                 a backup (`mempal backup PATH`) back into an empty data dir
     mempald pack DIR ... | pack-prune FILE ...
 
 Only this package opens a store or loads the model; the ``mempal`` client tells which of these to run when the
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         from mempald.ops.doctor import run_checks
 
         return print_checks(run_checks(), as_json=args.json)
-    if args.command in ("migrate", "pack", "pack-prune"):
+    if args.command in ("migrate", "restore", "pack", "pack-prune"):
         return offline.run(args)
     from mempald.runtime.app import main_run
 

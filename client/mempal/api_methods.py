@@ -764,3 +764,123 @@ class ClientMethods(ClientBase):
         text: the injected text
         """
         return self._invoke("hook_injected", {"event": event, "text": text})
+
+    def forget(
+            self,
+            *,
+            source: str | None = None,
+            session: str | None = None,
+            wing: str | None = None,
+            room: str | None = None,
+            before: str | float | None = None,
+            excluded: bool | None = None,
+            dry_run: bool | None = None,
+            reingest: bool | None = None,
+            reason: str | None = None,
+            actor: str | None = None,
+    ) -> dict[str, Any]:
+        """Forget every drawer of a transcript, a session or a wing (and room): soft-deleted, audited, and not stored
+        again from a transcript still on disk. The answer counts them first. Only when the user asks to forget
+        something. Call it with dry_run "true" first and tell the user how many drawers (by wing and room) it would
+        forget; forget for real only after they agree. Forgotten drawers are hidden at once and removed for good by
+        purge.
+
+        source: the transcript (or file) whose drawers to forget
+        session: the session whose drawers to forget
+        wing: the wing (project) whose drawers to forget
+        room: only this room of it
+        before: only what happened before this: ISO date, epoch seconds or an age like 30d (undated drawers count as
+            old)
+        excluded: forget every stored drawer the exclusions in force cover (config ingest.exclude and .mempalignore
+            files)
+        dry_run: only count what would be forgotten
+        reingest: the way back: remove these drawers for good and read their transcripts again (earlier forgets of
+            them are lifted); those whose transcript is gone are forgotten
+        reason: why (kept in the audit log)
+        actor: who forgets (default: user on the CLI, the agent over MCP)
+        """
+        return self._invoke("forget", {
+            "source": source,
+            "session": session,
+            "wing": wing,
+            "room": room,
+            "before": before,
+            "excluded": excluded,
+            "dry_run": dry_run,
+            "reingest": reingest,
+            "reason": reason,
+            "actor": actor,
+        })
+
+    def exclude_add(self, pattern: str, *, forget: bool | None = None, actor: str | None = None) -> dict[str, Any]:
+        """Never read what this rule names from now on (kept in config ingest.exclude, applied at once); counts what is
+        already stored of it, and forgets it with forget.
+
+        pattern: an absolute path (/..., ~/...: that folder or file and all in it), a name glob (*-private) or a
+            glob from any folder (**/secret/**); matched against file paths and the working directories of sessions
+        forget: also forget the drawers already stored that the rule covers
+        actor: who excludes
+        """
+        return self._invoke("exclude_add", {"pattern": pattern, "forget": forget, "actor": actor})
+
+    def exclude_list(self, *, stored: bool | None = None) -> dict[str, Any]:
+        """The exclusion rules in force (config and .mempalignore files) and what each has kept out.
+
+        stored: also count the drawers stored before a rule existed that it covers
+        """
+        return self._invoke("exclude_list", {"stored": stored})
+
+    def exclude_remove(self, pattern: str) -> dict[str, Any]:
+        """Stop excluding what a rule names (its files are read at the next scan; what was forgotten stays forgotten).
+
+        pattern: the rule, as `mempal exclude list` shows it
+        """
+        return self._invoke("exclude_remove", {"pattern": pattern})
+
+    def export(
+            self,
+            output: str,
+            *,
+            format: Literal['jsonl', 'md'] | None = None,
+            wing: str | None = None,
+            since: str | float | None = None,
+            include_deleted: bool | None = None,
+            force: bool | None = None,
+    ) -> dict[str, Any]:
+        """Write every drawer verbatim to a file: JSONL with every metadata field (mempal import reads it back), or
+        Markdown, one note per wing and session (opens well in an editor or Obsidian). Files 0600.
+
+        output: where: a .jsonl file, or the folder of the Markdown notes (absolute, outside the daemon's own
+            folders)
+        format: jsonl: for mempal import and scripts; md: notes to read
+        wing: only this wing
+        since: only newer than this: ISO date, epoch seconds or an age like 30d
+        include_deleted: also the soft-deleted drawers (marked as such)
+        force: replace an existing file, or write into a folder that is not empty
+        """
+        return self._invoke("export", {
+            "output": output,
+            "format": format,
+            "wing": wing,
+            "since": since,
+            "include_deleted": include_deleted,
+            "force": force,
+        })
+
+    def import_drawers(self, path: str, *, dry_run: bool | None = None, actor: str | None = None) -> dict[str, Any]:
+        """Read an export (mempal export --format jsonl) back: drawers keep their ids and metadata, are re-embedded,
+        and one already stored as exported is left alone (importing twice changes nothing).
+
+        path: the .jsonl file
+        dry_run: only check and count the lines, store nothing
+        actor: who imports
+        """
+        return self._invoke("import_drawers", {"path": path, "dry_run": dry_run, "actor": actor})
+
+    def backup(self, path: str) -> dict[str, Any]:
+        """A consistent snapshot of the store, the state database and the config, taken while the daemon runs and
+        ingests, into a new or empty folder (mempald restore brings it back).
+
+        path: the backup folder (new or empty; absolute, outside the daemon's own folders)
+        """
+        return self._invoke("backup", {"path": path})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -35,6 +36,9 @@ from mempald.sources.registry import Source
 from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
+
+if TYPE_CHECKING:
+    from mempald.features.forget_list import Admission
 
 __all__ = ["UNKNOWN", "IngestResult", "Ingestor", "SourceStatus"]
 log = logs.get("ingest")
@@ -57,7 +61,9 @@ class Ingestor:
         machine: str,
         user: str,
         room_keywords: Callable[[], dict[str, list[str]] | None] = lambda: None,
+        admit: Admission | None = None,
     ) -> None:
+        self.admit = admit  # the user's exclusions and forgets (mempald.features.forget_list); None: none
         self.settings = settings
         self.state = state
         self.store = store
@@ -67,7 +73,7 @@ class Ingestor:
         self._locks: dict[str, anyio.Lock] = {}
         self.status: dict[str, SourceStatus] = {}
         self.writer = DrawerWriter(state=state, store=store, embedder=embedder, bm25=bm25, dense=dense,
-                                   max_tokens=settings.current.embed.max_tokens)
+                                   max_tokens=settings.current.embed.max_tokens, admit=admit)
         self.reader = UnitReader(settings=settings, state=state, writer=self.writer, machine=machine, user=user,
                                  room_keywords=room_keywords, status=self.status)
 
@@ -86,6 +92,8 @@ class Ingestor:
         """Read what is new in ``path``'s unit (the file, or the Slack export folder it is in), one task at a time."""
         folder = await anyio.to_thread.run_sync(source.export_folder, path)
         path = folder or path
+        if self.admit is not None and not await anyio.to_thread.run_sync(self.admit.readable, path):
+            return IngestResult(str(path))  # excluded by the user: never read
         lock = self.lock_for(str(path))
         started = time.monotonic()
         try:

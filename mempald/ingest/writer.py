@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -24,6 +24,9 @@ from mempald.normalize.model import Exchange
 from mempald.state.db import State
 from mempald.store.base import Filters, PointData, StoredPoint, StoreError
 from mempald.store.gateway import StoreGateway
+
+if TYPE_CHECKING:
+    from mempald.features.forget_list import Admission
 
 log = logs.get("ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.text.redact.PLACEHOLDER)
@@ -42,7 +45,8 @@ class Written:
 
 class DrawerWriter:
     def __init__(self, *, state: State, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder, dense: DenseQueue,
-                 max_tokens: int) -> None:
+                 max_tokens: int, admit: Admission | None = None) -> None:
+        self.admit = admit  # what may be stored: not what the user forgot or excluded (None: everything)
         self.state = state
         self.store = store
         self.embedder = embedder
@@ -60,6 +64,8 @@ class DrawerWriter:
         drawers = await anyio.to_thread.run_sync(
             lambda: build_drawers(exchanges, info, self.embedder.count_tokens, self.max_tokens, stats, previous)
         )
+        if self.admit is not None:
+            drawers = self.admit.drawers(drawers, info)
         changed, redacted_before = await self._changed(drawers)
         if changed:
             points = await anyio.to_thread.run_sync(

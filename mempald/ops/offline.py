@@ -1,4 +1,5 @@
-"""``mempald`` commands that work on the data without a running daemon: ``migrate``, ``pack``, ``pack-prune``.
+"""``mempald`` commands that work on the data without a running daemon: ``migrate``, ``restore``, ``pack``,
+``pack-prune``.
 
 Only the daemon's package opens a store or loads the model; the ``mempal`` CLI goes through the socket and,
 when the daemon is down, says which of these to run. Each takes the instance lock of the data directory for
@@ -74,6 +75,26 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_restore(args: argparse.Namespace) -> int:
+    """A backup (``mempal backup``) back into this empty data dir (``mempald.features.restore``)."""
+    from mempald.errors import Busy, MempalError
+    from mempald.features.restore import RestoreFailed, restore
+
+    def progress(message: str) -> None:
+        if not args.json:
+            print(f"restore: {message}", file=sys.stderr, flush=True)
+
+    try:
+        r = restore(Path(args.path), progress)
+    except MempalError as exc:
+        print(f"mempald restore: {exc.message}", file=sys.stderr)
+        return 4 if isinstance(exc, Busy) else 1 if isinstance(exc, RestoreFailed) else 2
+    kept = [f"{name}: {what}" for name, what in r["config"].items() if what != "restored"]
+    _print(r, args.json, f"restored {r['drawers']} drawers (backup of {r['created_at']}) into {r['data_dir']}; "
+                         "start the daemon" + "".join(f"\n  {k}" for k in kept))
+    return 0
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
     from mempald.features.pack.run import run_pack
 
@@ -104,6 +125,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dim", type=int, default=0, help="vector size (default: the default model's 384)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("restore", help="bring a backup (`mempal backup PATH`) back into an empty data dir (the "
+                       "daemon must be stopped); every file is checked against the backup's manifest")
+    p.add_argument("path", help="the backup folder")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("pack", help="pack a markdown folder without the daemon (loads the model here)")
     p.add_argument("dir")

@@ -20,10 +20,16 @@ from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import ModelMismatch
+from mempald.features.backup import Backup, snapshots_of
 from mempald.features.compress import Compressor
 from mempald.features.cowork import CoworkInbox
 from mempald.features.disclosure import Disclosure
+from mempald.features.exclusions import Exclusions
+from mempald.features.export import Exporter
 from mempald.features.filegate import FileGate
+from mempald.features.forget import Forgetter
+from mempald.features.forget_list import Admission, ForgetList
+from mempald.features.importer import Importer
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
 from mempald.features.ledger import TokenLedger
@@ -41,6 +47,7 @@ from mempald.ingest.review import SourceReview
 from mempald.ops import faults
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
+from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.dispatch import Dispatcher, Handler
 from mempald.rpc.memory import MemoryMethods
@@ -53,6 +60,7 @@ from mempald.search.searcher import Searcher
 from mempald.sources.admin import SourceAdmin
 from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
+from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
 from mempald.state.db import State
 from mempald.store.base import Store
@@ -117,12 +125,15 @@ class Daemon:
         self.dense = DenseQueue()
         self.taxonomy = Taxonomy()
         self.taxonomy.load()
+        self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
+        self.forgotten = ForgetList(state)
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
-                                 dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current)
+                                 dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
+                                 admit=Admission(self.exclude, self.forgotten))
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
-        self.sources = SourceSet(settings)
+        self.sources = SourceSet(settings, self.exclude)
         self.scanner = Scanner(self.settings, self.sources, state, self.files, self.ingestor)
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
         self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter)
@@ -156,9 +167,16 @@ class Daemon:
                                                                   self.store)),
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
+            self._data_methods(backends, bm25),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
+
+    def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
+        forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor)
+        return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
+                           Exporter(self.store), Importer(self.settings, self.store, self.state, bm25, self.dense),
+                           Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)))
 
     @classmethod
     def open(cls, settings: Settings) -> Daemon:

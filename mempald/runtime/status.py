@@ -117,6 +117,7 @@ class StatusReport:
             "scans": scans,
             "index": self.index.status(),
             "sources": sources,
+            "excluded": self.sources.exclude.report() if self.sources.exclude is not None else {},
             "warnings": [w for w in (self.ingestor.store_warning,) if w],
         }
 

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from mempald.config import Settings
+from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.registry import Source, resolve_sources
 
 
 class SourceSet:
-    def __init__(self, settings: Settings) -> None:
-        self.current: tuple[Source, ...] = tuple(resolve_sources(settings))
+    def __init__(self, settings: Settings, exclude: ExcludeFilter | None = None) -> None:
+        self.exclude = exclude  # every source asks it what the user excluded
+        self.current: tuple[Source, ...] = self._resolve(settings)
 
     def apply(self, settings: Settings) -> None:
         """Watch what ``settings`` name from now on."""
-        self.current = tuple(resolve_sources(settings))
+        self.current = self._resolve(settings)
+
+    def _resolve(self, settings: Settings) -> tuple[Source, ...]:
+        return tuple(replace(s, exclude=self.exclude) for s in resolve_sources(settings))
 
     def __iter__(self) -> Iterator[Source]:
         return iter(self.current)  # a snapshot: a reload during the loop does not change what it sees

@@ -88,7 +88,8 @@ class EventRouter:
             return
         folder = await anyio.to_thread.run_sync(source.export_folder, path)
         if folder is not None:
-            self.files.put(str(folder), FRESH)
+            if source.wants(folder):  # (not excluded by the user)
+                self.files.put(str(folder), FRESH)
             return
         if await anyio.to_thread.run_sync(path.is_dir):
             # A folder appeared or moved in: scan it (its files may not have sent events).

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mempald.config import Settings, SourceSpec
 from mempald.normalize import registry as formats
+from mempald.sources.exclude import ExcludeFilter
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,7 @@ class Source:
     wing: str = ""
     token_budget: int = 0
     output: str = ""
+    exclude: ExcludeFilter | None = field(default=None, compare=False, repr=False)  # the user's exclusions
 
     def owns(self, path: Path) -> bool:
         try:
@@ -37,7 +39,9 @@ class Source:
     def wants(self, path: Path) -> bool:
         """Is this file (or export folder) one the source reads? Cheap: the name, and for a folder or a file
         of a source that reads any format, whether it is or lies in a Slack export; content detection happens
-        on read."""
+        on read. Never one the user excluded."""
+        if self.exclude is not None and self.exclude.excludes(path):
+            return False
         name = path.name
         if self.mode == "pack" and (path == self.pack_output() or self.pack_output() in path.parents):
             return False
@@ -68,7 +72,11 @@ class Source:
         return None
 
     def iter_files(self) -> Iterator[Path]:
-        """The units to read: files, and Slack export folders as one unit each."""
+        """The units to read: files, and Slack export folders as one unit each; none the user excluded."""
+        units = self._units()
+        return units if self.exclude is None else self.exclude.allowed(units)
+
+    def _units(self) -> Iterator[Path]:
         if self.fmt == "slack":
             yield self.root
             return

@@ -268,6 +268,11 @@ class HostedEdgeStore:
         points, unindexed = self._call("index_state")
         return int(points), int(unindexed)
 
+    def snapshot_to(self, dst: Path) -> None:
+        """Flush and copy the live shard folder to ``dst`` (a backup: call it on the store's worker thread with
+        nothing in between, ``StoreGateway.exclusive``, as step 1 of a rebuild does)."""
+        self._call("snapshot_to", str(dst))
+
     def begin_rebuild(self) -> Path:
         """Step 1, on the store's worker thread (no other call runs meanwhile)."""
         building = self.path / f"{LEGACY_SHARD}-{time.time_ns() // 1_000_000}{BUILDING}"

@@ -23,6 +23,7 @@ from mempal.methods.spec import Method, Param
 from mempal.methods.validate import ParamError, validate
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
+from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
@@ -31,7 +32,7 @@ from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
 GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
-          DisclosureMethods)
+          DisclosureMethods, DataMethods)
 
 
 def daemon_handler_names() -> list[str]:

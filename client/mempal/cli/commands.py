@@ -185,6 +185,29 @@ def _migrate_prepare(args: argparse.Namespace, params: dict[str, Any]) -> dict[s
     return params
 
 
+def _forget_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--yes", "-y", action="store_true", help="forget without asking (the counts are still printed)")
+
+
+def _forget_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    """Counts first (a dry run); then, unless --dry-run, ask (or take --yes) and forget."""
+    preview = call_method("forget", {**params, "dry_run": True}, args)
+    if params.get("dry_run") or not (preview.get("drawers") or params.get("reingest")):
+        print(show.as_json(args, preview) if args.json else show.forget(args, preview))
+        return 0
+    if not args.yes:
+        print(show.forget_preview(preview), file=sys.stderr)
+        if not sys.stdin.isatty():
+            _note("nothing changed: add --yes to forget them")
+            return 1
+        if input("forget them? [y/N] ").strip().lower() not in ("y", "yes"):
+            _note("nothing changed")
+            return 1
+    r = call_method("forget", params, args)
+    print(show.as_json(args, r) if args.json else show.forget(args, r))
+    return 0
+
+
 class UsageError(Exception):
     """The command line is wrong in a way argparse cannot tell (exit 2, with the message)."""
 
@@ -225,6 +248,13 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("peek_partner", show.peek_partner),
     Command("inspect", show.inspect),
     Command("reread", show.reread),
+    Command("forget", show.forget, options=_forget_options, run=_forget_run),
+    Command("exclude_add", show.exclude_add),
+    Command("exclude_list", show.exclude_list),
+    Command("exclude_remove", show.exclude_remove),
+    Command("export", show.export),
+    Command("import_drawers", show.import_drawers),
+    Command("backup", show.backup),
 )}
 
 

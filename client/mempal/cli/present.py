@@ -19,7 +19,7 @@ def as_json(_args: argparse.Namespace, result: Any) -> str:
 
 
 def status(_args: argparse.Namespace, r: Any) -> str:
-    return render.status(r)
+    return render.status(r) + excluded(r)
 
 
 def search(_args: argparse.Namespace, r: Any) -> str:
@@ -230,3 +230,103 @@ def peek_partner(_args: argparse.Namespace, r: Any) -> str:
         parts.append(f"--- {ex.get('timestamp') or ''}\nUSER: {ex.get('user', '')}\n"
                      f"ASSISTANT: {ex.get('assistant', '')}")
     return "\n\n".join(parts)
+
+
+# your data: forget, exclude, export, import, backup -----------------------------------------------------------
+def _counted(r: dict[str, Any]) -> str:
+    wings = ", ".join(f"{w or '?'} ({n})" for w, n in list(r.get("wings", {}).items())[:8])
+    rooms = ", ".join(f"{k or '?'} ({n})" for k, n in list(r.get("rooms", {}).items())[:8])
+    return (f"{r.get('drawers', 0)} drawers in {r.get('sessions', 0)} sessions from {r.get('sources', 0)} "
+            f"sources" + (f"\n  wings: {wings}" if wings else "") + (f"\n  rooms: {rooms}" if rooms else ""))
+
+
+def forget_preview(r: dict[str, Any]) -> str:
+    what = " ".join(f"{k} {v}" for k, v in r.get("selection", {}).items())
+    lines = [f"{what}: {_counted(r)}"]
+    lines += [f"  {p}" for p in r.get("source_paths", [])[:10]]
+    if r.get("reingest"):
+        lines.append(f"  {r.get('on_disk', 0)} of these transcripts are on disk and will be read again; the drawers "
+                     "of the others are forgotten")
+    return "\n".join(lines)
+
+
+def forget(_args: argparse.Namespace, r: Any) -> str:
+    if r.get("dry_run"):
+        return forget_preview(r) + "\n(dry run: nothing forgotten)"
+    if not r.get("drawers") and not r.get("reread"):
+        return "nothing matches: nothing forgotten"
+    lines = [forget_preview(r)]
+    if "forgotten" in r:
+        lines.append(f"forgot {r['forgotten']} drawers (soft; `mempal purge` removes them for good); they are not "
+                     "stored again from their transcripts")
+    gone, again = r.get("gone"), r.get("reread")
+    if gone:
+        lines.append(f"forgot {gone['forgotten']} drawers whose transcript is gone")
+    if again:
+        lines.append(f"removed {again['removed']} drawers and read {again['files']} transcripts again: "
+                     f"{again['exchanges']} exchanges, {again['drawers']} drawers ({again['lifted']} forgets lifted)")
+        lines += [f"  error: {e}" for e in again.get("errors", [])[:20]]
+    return "\n".join(lines)
+
+
+def exclude_add(_args: argparse.Namespace, r: Any) -> str:
+    lines = [f"excluding {r['added']} from now on ({len(r['rules'])} rules in ingest.exclude)"]
+    stored = r.get("stored", {})
+    if "forgotten" in stored:
+        lines.append(f"forgot the {stored['forgotten']} drawers already stored that it covers")
+    elif r.get("hint"):
+        lines.append(r["hint"])
+    else:
+        lines.append("nothing stored is covered by it")
+    return "\n".join(lines)
+
+
+def exclude_remove(_args: argparse.Namespace, r: Any) -> str:
+    return f"no longer excluding {r['removed']} ({r['note']})"
+
+
+def exclude_list(_args: argparse.Namespace, r: Any) -> str:
+    files, sessions = r.get("files", {}), r.get("sessions", {})
+    stored = r.get("stored", {}).get("by_rule", {})
+    lines = []
+    for rule in r.get("rules", []):
+        extra = f", {stored[rule]} drawers stored before it" if rule in stored else ""
+        lines.append(f"{rule}  (config) kept out {files.get(rule, 0)} files, {sessions.get(rule, 0)} sessions{extra}")
+    for path in r.get("ignore_files", []):
+        lines.append(f"{path}  kept out {files.get(path, 0)} files, {sessions.get(path, 0)} sessions")
+    for rule, why in r.get("invalid", {}).items():
+        lines.append(f"{rule}  (config, NOT applied: {why})")
+    if "stored" in r:
+        lines.append(f"{r['stored']['total']} stored drawers are covered by a rule: `mempal forget --excluded` "
+                     "forgets them")
+    return "\n".join(lines) or "nothing is excluded (`mempal exclude add PATH`, or a .mempalignore in a project)"
+
+
+def excluded(st: dict[str, Any]) -> str:
+    """The status lines about exclusions (empty when nothing is excluded)."""
+    ex = st.get("excluded") or {}
+    if not (ex.get("rules") or ex.get("ignore_files") or ex.get("files_total") or ex.get("sessions_total")):
+        return ""
+    by_rule = ", ".join(f"{k} ({n})" for k, n in sorted({**ex.get("files", {})}.items()))
+    return (f"\n  excluded: {ex.get('files_total', 0)} files, {ex.get('sessions_total', 0)} sessions"
+            + (f" - {by_rule}" if by_rule else ""))
+
+
+def export(_args: argparse.Namespace, r: Any) -> str:
+    return (f"exported {r['drawers']} drawers to {r['path']} ({r['format']}, {r['files']} files, "
+            f"{len(r.get('wings', {}))} wings) in {r['seconds']} s")
+
+
+def import_drawers(_args: argparse.Namespace, r: Any) -> str:
+    head = "would import" if r["dry_run"] else "imported"
+    lines = [f"{head} {r['path']}: {r['added']} added, {r['replaced']} replaced, {r['unchanged']} unchanged, "
+             f"{r['bad']} bad lines, {r['blank']} blank ({r['lines']} lines)"]
+    lines += [f"  {b}" for b in r.get("bad_lines", [])[:20]]
+    if not r["dry_run"] and (r["added"] or r["replaced"]):
+        lines.append("  their dense vectors are being computed: `mempal status --watch` shows the backlog")
+    return "\n".join(lines)
+
+
+def backup(_args: argparse.Namespace, r: Any) -> str:
+    return (f"backed up {r['drawers']} drawers to {r['path']} ({r['files']} files, {r['bytes'] / 1048576:.1f} MB, "
+            f"store held {r['store_held_s']} s); restore with `mempald restore {r['path']}` into an empty data dir")
