@@ -1,8 +1,11 @@
 """The 4-layer wake-up stack.
 
 - L0 identity: the file the user writes (``wakeup.identity_path``; ``mempal identity edit`` opens it).
-- L1 essential story of a wing: drawers chosen by importance, memory type and recency within a token
-  budget (counted with the model's own tokenizer), grouped by room, each line citing its drawer.
+- L1 essential story of a wing: the decisions, preferences, outcomes and fixes of its exchanges, each stated by
+  the sentence of the exchange that says it (``mempald.text.classify.key_sentence``), with its date and drawer,
+  chosen by importance, memory type and recency within a token budget (counted with the model's own tokenizer).
+  Only exchanges typed decision, preference or milestone, or problem with a fix (``has_fix``), make lines;
+  compaction summaries, injected context and first lines of prompts never do.
 - L2 room recall: the drawers of one room, newest and most important first.
 - L3 deep search: ``search``.
 """
@@ -23,6 +26,7 @@ from mempald.embed.embedder import Embedder
 from mempald.sources.catalog import SourceSet
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
+from mempald.text.classify import has_fix, key_sentence
 
 TYPE_WEIGHT = {"decision": 3.0, "milestone": 2.5, "preference": 2.0, "problem": 1.5, "emotional": 1.0}
 HALF_LIFE_DAYS = 30.0
@@ -61,6 +65,46 @@ def one_line(text: str, limit: int = LINE_CHARS) -> str:
     return line
 
 
+SECTIONS = (("decision", "decisions"), ("preference", "preferences"), ("milestone", "outcomes"),
+            ("problem", "fixes"))
+NOT_STORY_KINDS = ("summary", "aaak")  # compaction summaries restate a session; digests are not statements
+
+
+def _prose(text: str) -> str:
+    """An exchange's words, without the summaries of its tool calls (whose output may say anything)."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("[tool:", "->")))
+
+
+def story_line(payload: Mapping[str, Any], text: str) -> str | None:
+    """What the story says about one exchange (its whole ``text``, every chunk), or None when it says nothing:
+    the sentence stating its decision, preference, outcome or fix. A memory saved by hand with a type speaks
+    through its first line when no sentence carries a marker (the user said what it is)."""
+    mtype = str(payload.get("memory_type") or "")
+    if mtype not in dict(SECTIONS) or payload.get("kind") in NOT_STORY_KINDS:
+        return None
+    prose = _prose(text)
+    if mtype == "problem" and not has_fix(prose):
+        return None  # a complaint without its fix is not a story line
+    line = key_sentence(prose, mtype, LINE_CHARS)
+    if line is None and payload.get("added_by") not in (None, "", "mempald"):
+        line = one_line(prose)
+    return line
+
+
+def _exchanges(drawers: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, Mapping[str, Any], str]]:
+    """One entry per exchange: the id and payload of its first drawer, and the text of all its drawers."""
+    parts: dict[tuple[Any, ...], list[tuple[int, str, Mapping[str, Any]]]] = {}
+    for did, p in drawers:
+        key = (p.get("source_path"), p.get("session_id"), p.get("exchange_key") or did)
+        parts.setdefault(key, []).append((int(p.get("chunk_index") or 0), did, p))
+    out = []
+    for chunks in parts.values():
+        chunks.sort(key=lambda c: c[0])
+        _, did, payload = chunks[0]
+        out.append((did, payload, "\n".join(str(c[2].get("text", "")) for c in chunks)))
+    return out
+
+
 def essential_story(
     wing: str,
     drawers: Sequence[tuple[str, Mapping[str, Any]]],
@@ -68,37 +112,36 @@ def essential_story(
     count_tokens: Callable[[str], int],
     now: float | None = None,
 ) -> Story:
-    """L1: the best drawers of a wing that fit in ``budget`` tokens, grouped by room, with citations."""
+    """L1: the decisions, preferences, outcomes and fixes of a wing that fit in ``budget`` tokens, grouped by
+    kind, each with its date and drawer."""
     now = time.time() if now is None else now
-    ranked = sorted(drawers, key=lambda d: (-story_score(d[1], now), d[0]))
+    ranked = sorted(_exchanges(drawers), key=lambda d: (-story_score(d[1], now), d[0]))
     header = f"## L1: {wing}"
     used = count_tokens(header)
-    chosen: dict[str, list[str]] = {}
-    ids: list[str] = []
+    chosen: dict[str, list[tuple[str, str]]] = {}
     seen_lines: set[str] = set()
-    for did, p in ranked:
-        if int(p.get("chunk_index") or 0) > 0:
-            continue  # an exchange speaks through its first chunk (the prompt and the start of the answer)
-        line = one_line(str(p.get("text", "")))
-        if not line or line in seen_lines:
+    titles = dict(SECTIONS)
+    for did, p, text in ranked:
+        line = story_line(p, text)
+        if not line or line.lower() in seen_lines:
             continue
-        mtype = p.get("memory_type")
-        tag = f"[{mtype}] " if mtype and mtype != "none" else ""
         date = str(p.get("timestamp") or "")[:10]
-        entry = f"- {tag}{line} ({date} · drawer {did[:8]})" if date else f"- {tag}{line} (drawer {did[:8]})"
-        room = str(p.get("room") or "general")
-        cost = count_tokens(entry) + (0 if room in chosen else count_tokens(f"### {room}"))
+        entry = f"- {line} ({date} · drawer {did[:8]})" if date else f"- {line} (drawer {did[:8]})"
+        section = titles[str(p.get("memory_type"))]
+        cost = count_tokens(entry) + (0 if section in chosen else count_tokens(f"### {section}"))
         if used + cost > budget:
             continue
         used += cost
-        seen_lines.add(line)
-        chosen.setdefault(room, []).append(entry)
-        ids.append(did)
+        seen_lines.add(line.lower())
+        chosen.setdefault(section, []).append((entry, did))
     parts = [header]
-    for room in sorted(chosen, key=lambda r: -len(chosen[r])):
-        parts.append(f"### {room}")
-        parts.extend(chosen[room])
-    text = "\n".join(parts) if ids else f"{header}\n(no memories yet)"
+    ids: list[str] = []  # in the order the lines are shown
+    for _, section in SECTIONS:
+        if section in chosen:
+            parts.append(f"### {section}")
+            parts.extend(entry for entry, _ in chosen[section])
+            ids.extend(did for _, did in chosen[section])
+    text = "\n".join(parts) if ids else f"{header}\n(no decisions, outcomes or fixes recorded yet)"
     return Story(text, count_tokens(text), tuple(ids))
 
 

@@ -1,6 +1,6 @@
 """Keyword heuristics that label text without a model (pure: stdlib only, no I/O).
 
-Three labellers live here:
+Three labellers live here (and, for the wake-up story, ``has_fix`` and ``key_sentence``):
 
 * ``classify_memory``: the "general extractor". Each of the five memory types has a list of weighted
   regex markers; code (fenced blocks, indented blocks, inline spans) is stripped first so ``if error:``
@@ -21,7 +21,14 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from mempald.text.memory_markers import MARKERS, MEMORY_TYPES
+from mempald.text.memory_markers import (
+    BOILERPLATE,
+    FILLER,
+    MARKERS,
+    MEMORY_TYPES,
+    RESOLUTION,
+    RESOLUTION_THRESHOLD,
+)
 from mempald.text.room_tables import CONVO_ROOMS, DEFAULT_ROOM_KEYWORDS, FALLBACK_ROOM, FOLDER_ROOMS
 
 __all__ = [
@@ -32,7 +39,9 @@ __all__ = [
     "MEMORY_TYPES",
     "classify_memory",
     "classify_room",
+    "has_fix",
     "importance",
+    "key_sentence",
     "memory_scores",
     "room_for_path",
     "room_scores",
@@ -51,14 +60,15 @@ _INLINE = re.compile(r"(?<!`)(`{1,3})(?!`)[^`\n]+?(?<!`)\1(?!`)")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 
 
-def strip_code(text: str) -> str:
-    """``text`` without fenced code blocks, indented code blocks and inline code spans.
+def strip_code(text: str, inline: bool = True) -> str:
+    """``text`` without fenced code blocks, indented code blocks and (``inline``) inline code spans.
 
     An indented block counts as code only when it follows a blank line (or starts the text), as in
     Markdown: an indented continuation line of a list item stays prose.
     """
     text = _FENCE.sub("\n", text)
-    text = _INLINE.sub(" ", text)
+    if inline:
+        text = _INLINE.sub(" ", text)
     out: list[str] = []
     in_block = False
     prev_blank = True
@@ -148,6 +158,78 @@ def classify_memory(text: str, threshold: float = 0.3) -> tuple[str | None, floa
     if conf < threshold:
         return None, conf
     return ranked[0], conf
+
+
+_RESOLUTION = [(_fast(p), w) for p, w in RESOLUTION]
+
+
+def has_fix(text: str) -> bool:
+    """Does this exchange (its prose: code stripped) say what fixed or caused a problem, not only that there is
+    one? A problem with its fix is worth remembering; a complaint alone is not."""
+    low = strip_code(text).lower()
+    return sum(w for rx, w in _RESOLUTION if _found(rx, low)) >= RESOLUTION_THRESHOLD
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9*`\"'(\[])")
+_FILLER = re.compile(FILLER, re.I)
+_MIN_SENTENCE, _MAX_SENTENCE = 24, 320
+_QUOTED = re.compile(r"^\s*>\s?")
+
+
+def _sentences(text: str) -> list[tuple[bool, str]]:
+    """``(said_by_the_user, sentence)`` for the prose sentences of an exchange's text (the user's prompt is quoted
+    with ``> ``); tool summaries, injected context, tables and headings are left out."""
+    out: list[tuple[bool, str]] = []
+    for raw in strip_code(text, inline=False).splitlines():  # inline code names what was changed: keep it
+        user = bool(_QUOTED.match(raw))
+        line = _QUOTED.sub("", raw).strip().lstrip("#-*• ").strip()
+        low = line.lower()
+        if not line or line.startswith("|") or low.startswith(BOILERPLATE):
+            continue
+        for piece in _SENTENCE.split(line):
+            sent = _FILLER.sub("", piece.strip()).strip()
+            # a sentence that ends in a colon only announces what follows
+            if len(sent) >= _MIN_SENTENCE and not sent.endswith(":") and not sent.lower().startswith(BOILERPLATE):
+                out.append((user, sent))
+    return out
+
+
+def key_sentence(text: str, memory_type: str | None, limit: int = 220) -> str | None:
+    """The sentence of an exchange that states its decision, preference, outcome or fix, or None.
+
+    Every sentence of the prose is scored with the markers of ``memory_type`` (for a problem, the ``RESOLUTION``
+    markers: the line is the fix, not the complaint); the best one that scores at all wins, the assistant's
+    reply before the user's prompt on a tie for problems and milestones (the outcome is in the reply) and the
+    user's words first for preferences (they are the user's). ``None`` when no sentence carries a marker: such
+    an exchange has no statement to quote, whatever its label.
+    """
+    if memory_type == "problem":
+        marks = _RESOLUTION
+    elif memory_type in _COMPILED:
+        marks = _COMPILED[memory_type]
+    else:
+        return None
+    best: tuple[float, str] | None = None
+    for n, (user, sent) in enumerate(_sentences(text)):
+        if len(sent) > _MAX_SENTENCE:
+            continue
+        low = _INLINE.sub(" ", sent).lower()  # markers count in prose, as in classify_memory
+        score = sum(w for rx, w in marks if _found(rx, low))
+        if score <= 0:
+            continue
+        if memory_type == "preference":
+            score += 0.5 * user
+        elif memory_type in ("problem", "milestone"):
+            score += 0.5 * (not user)
+        score -= n * 1e-4  # earlier first on a tie
+        if best is None or score > best[0]:
+            best = (score, sent)
+    if best is None:
+        return None
+    line = " ".join(best[1].replace("**", "").split())
+    if len(line) > limit:
+        line = line[:limit].rsplit(" ", 1)[0] + "…"
+    return line
 
 
 _TYPE_WEIGHT: dict[str | None, int] = {

@@ -262,3 +262,40 @@ def test_module_is_pure(module: str) -> None:
             roots.add(node.module.split(".")[0])
     assert roots <= set(sys.stdlib_module_names)
     assert not roots & {"os", "io", "pathlib", "shutil", "subprocess", "socket"}
+
+
+# --- memory types from the whole exchange, fixes and story sentences ------------------------------------------
+
+
+def test_a_routine_push_is_not_a_milestone() -> None:
+    push = "> now push to gitlab\nDone: pushed main to gitlab and merged the branch; the CI job completed."
+    assert classify_memory(push)[0] != "milestone"
+    shipped = "> did the release go out?\nYes: we shipped v2.0 to all customers and all tests pass."
+    assert classify_memory(shipped)[0] == "milestone"
+
+
+def test_an_agent_recording_a_choice_is_a_decision() -> None:
+    text = "> B\nExcellent! Recording **WCAG 2.1 Level AA** as the accessibility standard. Let me update the spec."
+    assert classify_memory(text)[0] == "decision"
+    assert classify_memory("> from this point on use the recommended option and do not ask me")[0] == "preference"
+
+
+def test_has_fix_tells_a_fixed_problem_from_a_complaint() -> None:
+    assert not classify.has_fix("> the server crashes on start\nLet me look at the logs.")
+    assert classify.has_fix("> the server crashes on start\nThe error means the tables already exist: to fix this, "
+                            "add checkfirst=True to create_all.")
+    assert not classify.has_fix("```\nroot cause: the fix was here\n```")  # code is not prose
+
+
+def test_key_sentence_states_the_fix_not_the_complaint_nor_the_boilerplate() -> None:
+    text = ("> i get DuplicateTableError when I run the server\n"
+            "Okay, I understand. The error `DuplicateTableError` means that `create_tables()` runs on every reload. "
+            "To fix this, we must add `checkfirst=True` to the `create_all` call.\n[tool: Edit] backend/db.py -> ok")
+    line = classify.key_sentence(text, "problem")
+    assert line is not None and line.startswith(("The error", "To fix this")) and "`create_tables()`" in line
+    assert classify.key_sentence("This session is being continued from a previous conversation: we decided "
+                                 "to use Redis.", "decision") is None
+    decided = classify.key_sentence("> ok\nPerfect! Recording **Google Analytics** as the analytics tool.", "decision")
+    assert decided == "Recording Google Analytics as the analytics tool."
+    assert classify.key_sentence("> hello there, how are you today?", "decision") is None
+    assert classify.key_sentence("anything at all", None) is None
