@@ -34,6 +34,7 @@ from typing import Any
 from mempal.methods.vocab import AGENTS, SENDERS
 from mempald.errors import InvalidInput, LimitExceeded, NotFound
 from mempald.normalize.model import Exchange, Line
+from mempald.text.redact import scrub
 
 MAX_MESSAGE_BYTES = 8 * 1024
 MAX_PENDING = 16
@@ -141,6 +142,11 @@ class CoworkInbox:
             raise InvalidInput(f"{sender} cannot push to itself: send to {partner_of(sender)}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("the message text is empty")
+        # What is queued is what the partner may read: never a <private> span or a secret (redacted before the
+        # row exists, so no copy is left in the database file or its WAL).
+        text = scrub(text)
+        if not text.strip():
+            raise InvalidInput("the message holds nothing but <private> text")
         size = len(text.encode("utf-8"))
         if size > MAX_MESSAGE_BYTES:
             raise LimitExceeded(f"message is {size} bytes; the limit is {MAX_MESSAGE_BYTES} bytes "
@@ -333,7 +339,7 @@ def _tail_exchanges(path: Path, n: int, parse: Callable[[list[Line]], list[Excha
     window = _TAIL_START
     while True:
         lines, whole = read_tail(path, window)
-        found = [e for e in parse(lines) if e.kind != "note"]
+        found = [e for e in parse(lines) if e.kind not in ("note", "subagent")]
         if len(found) > n or whole or window >= _TAIL_MAX:
             # more than n: the first one may have been cut at the window's edge, the last n are whole
             return found[-n:]
@@ -375,8 +381,10 @@ def peek_partner(cwd: str, partner: str, n: int, *, claude_projects: Path, codex
         "path": str(path),
         "modified_at": mtime,
         "age_s": round(max(0.0, time.time() - mtime), 1),
+        # the partner's own words leave to the other agent: <private> spans and secrets never do
         "exchanges": [
-            {"user": _clip(e.user, PEEK_USER_CHARS), "assistant": _clip(e.assistant, PEEK_ASSISTANT_CHARS),
+            {"user": _clip(scrub(e.user), PEEK_USER_CHARS), "assistant": _clip(scrub(e.assistant),
+                                                                                PEEK_ASSISTANT_CHARS),
              "timestamp": e.timestamp, "kind": e.kind, "tools": list(e.tools)}
             for e in exchanges
         ],

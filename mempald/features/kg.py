@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
+from mempald.text.redact import scrub
+
 __all__ = ["KGError", "KnowledgeGraph", "Triple", "normalize_date", "normalize_name", "normalize_predicate"]
 
 TABLE = "kg_triples"
@@ -195,7 +197,9 @@ class KnowledgeGraph:
         confidence: float = 1.0,
         source_drawer: str | None = None,
     ) -> Triple:
-        """Record a fact. If the same triple is already open (no ``valid_to``), return that one unchanged."""
+        """Record a fact. If the same triple is already open (no ``valid_to``), return that one unchanged.
+        A secret or ``<private>`` span in any part of it is redacted before it is stored."""
+        subject, predicate, object = (scrub(x) if isinstance(x, str) else x for x in (subject, predicate, object))
         s, p, o = normalize_name(subject), normalize_predicate(predicate), normalize_name(object)
         start = normalize_date(valid_from) if valid_from is not None else None
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):

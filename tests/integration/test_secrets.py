@@ -83,7 +83,7 @@ def by_source(st: dict[str, Any]) -> dict[str, int]:
 def test_secrets_are_redacted_and_counted_per_source(daemon: Daemon, home: Path) -> None:
     tx, _notes = setup_sources(home)
     daemon.start()
-    st = keyword_idle(daemon, 120)
+    keyword_idle(daemon, 120)
     daemon.wait_for(lambda: len(payloads(daemon)) == 5, timeout=60)  # 4 exchanges + the notes file
     everything = json.dumps(payloads(daemon))
     for secret in (*VERBATIM, DOC_TOKEN, PRIVATE, "Quillfeather"):
@@ -95,8 +95,10 @@ def test_secrets_are_redacted_and_counted_per_source(daemon: Daemon, home: Path)
     # Not findable by search either (the keyword index is built from the redacted text).
     assert all(SLACK not in json.dumps(h) for h in daemon.call("search", {"query": SLACK})["hits"])
 
-    st = daemon.call("status")
-    counts = by_source(st)
+    # status serves figures up to a second old while embedding: wait for the counters, then check them
+    want = expected_redactions(tx)
+    counts = daemon.wait_for(lambda: (c := by_source(daemon.call("status")))["claude_code:projects"] == want and
+                             c["convos:notes"] == 1 and c, timeout=30)
     assert counts["claude_code:projects"] == expected_redactions(tx) >= 5
     assert counts["convos:notes"] == 1
 
@@ -107,11 +109,12 @@ def test_appending_does_not_count_a_secret_twice(daemon: Daemon, home: Path) -> 
     daemon.start()
     keyword_idle(daemon, 120)
     daemon.wait_for(lambda: len(payloads(daemon)) == 5, timeout=60)
+    daemon.idle()  # nothing left to embed: status figures are fresh (while busy they may be a second old)
     before = by_source(daemon.call("status"))["claude_code:projects"]
     with tx.open("a") as fh:  # the last exchange is re-read when the file grows
         fh.write(user_line(SID, "/home/u/keys", "Thanks, that fixed it.", "s-u9", "2026-08-01T13:00:00.000Z") + "\n")
     daemon.wait_for(lambda: len(payloads(daemon)) == 6, timeout=60)
-    keyword_idle(daemon, 60)
+    daemon.idle()
     assert by_source(daemon.call("status"))["claude_code:projects"] == before == expected_redactions(tx)
 
 
@@ -127,3 +130,72 @@ def test_redaction_off_keeps_secrets_but_never_private_spans(daemon: Daemon, hom
     assert "[REDACTED:" not in everything
     assert PRIVATE not in everything and "Quillfeather" not in everything
     assert all(v == 0 for v in by_source(daemon.call("status")).values())
+
+
+# --- issue #22 point 4: what got through, and every path by which text enters or leaves -------------------
+
+BREAK_IT = {
+    "curl_user": ("curl -u admin:Adm1nPass https://ci.internal/api", "Adm1nPass"),
+    "curl_long": ("curl --user deploy:d3pl0yT0ken-77 -X POST https://ci.internal/hooks", "d3pl0yT0ken-77"),
+    "db_pass": ("DB_PASS=Qz7rT2wLp9", "Qz7rT2wLp9"),
+    "pgpassword": ("PGPASSWORD=PgS3cret2026 psql -h db -U app", "PgS3cret2026"),
+    "mailgun": ("MAILGUN_KEY=key-7b2f9c1e4a8d3f6b0e5c9a2d7f4b1e8c", "key-7b2f9c1e4a8d3f6b0e5c9a2d7f4b1e8c"),
+    "redis": ("REDIS_URL=redis://:R3d1sPw0rd@cache.internal:6379/0", "R3d1sPw0rd"),
+    "mysql": ("mysql -u root -pMyS3cretDb shop < dump.sql", "MyS3cretDb"),
+    "docker": ("docker login -u acme -p dckr_pat_9c4e1b7a2f8d5c3e6b0a9f4d2c7e1b8a reg.example.com",
+               "dckr_pat_9c4e1b7a2f8d5c3e6b0a9f4d2c7e1b8a"),
+    "hf": ("HF_TOKEN=hf_Qw3eRt5yUi7oPa9sDf1gHj3kLz5xCv7bNm", "hf_Qw3eRt5yUi7oPa9sDf1gHj3kLz5xCv7bNm"),
+}
+PARTNER_PRIVATE = "the alarm code is 4-4-1-9"
+LOOKS_SECRET_BUT_IS_NOT = "export OPENAI_API_KEY=your-key-goes-here"
+
+
+def raw_bytes_under(root: Path) -> bytes:
+    out = b""
+    for p in root.rglob("*"):
+        if p.is_file():
+            out += p.read_bytes()
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_secrets_never_stored_nor_passed_on(daemon: Daemon, home: Path) -> None:
+    cwd = "/home/u/breakit"
+    proj = home / ".claude" / "projects" / "-home-u-breakit"
+    proj.mkdir(parents=True)
+    tx = proj / "5ec2e7a5-0000-4000-8000-0000000000b2.jsonl"
+    with tx.open("w") as fh:
+        for i, (cmd, _secret) in enumerate(BREAK_IT.values()):
+            ts = f"2026-08-02T10:{i:02d}:00.000Z"
+            fh.write(user_line(tx.stem, cwd, f"why does this fail?\n{cmd}", f"b-u{i}", ts) + "\n")
+            fh.write(assistant_line(tx.stem, cwd, f"Run it again with -v: {cmd}", f"b-a{i}", f"b-u{i}", ts) + "\n")
+        fh.write(user_line(tx.stem, cwd, f"<private>{PARTNER_PRIVATE}</private> and {LOOKS_SECRET_BUT_IS_NOT}",
+                           "b-u99", "2026-08-02T11:00:00.000Z") + "\n")
+    daemon.start()
+    keyword_idle(daemon, 120)
+    daemon.wait_for(lambda: len(payloads(daemon)) == len(BREAK_IT) + 1, timeout=60)
+    stored = json.dumps(payloads(daemon))
+    assert LOOKS_SECRET_BUT_IS_NOT in stored  # a placeholder is not a secret
+    # the partner agent peeks at Claude's session: redacted, and nothing of a <private> span
+    peek = json.dumps(daemon.call("peek_partner", {"cwd": cwd, "partner": "claude", "n": 20}))
+    assert "why does this fail?" in peek
+    # a cowork message and a knowledge-graph fact carrying secrets
+    pushed = daemon.call("cowork_push", {"text": f"deploy with {BREAK_IT['docker'][0]} <private>{PARTNER_PRIVATE}"
+                                                 "</private> then ping me", "to": "codex", "from": "claude",
+                                         "cwd": cwd})
+    assert "[REDACTED:" in json.dumps(pushed)
+    fact = daemon.call("kg", {"op": "add", "subject": "ci", "predicate": "logs in with",
+                              "object": f"password is {BREAK_IT['curl_user'][1]}"})
+    assert BREAK_IT["curl_user"][1] not in json.dumps(fact)
+    drained = json.dumps(daemon.call("cowork_drain", {"target": "codex", "cwd": cwd}))
+    assert "then ping me" in drained
+    for _cmd, secret in BREAK_IT.values():  # not keyword-searchable either
+        assert all(secret not in json.dumps(h) for h in daemon.call("search", {"query": secret})["hits"])
+    daemon.stop()  # flushed: the WALs hold whatever was written
+    on_disk = raw_bytes_under(Path(daemon.env["MEMPAL_DATA_DIR"]))
+    for name, (_cmd, secret) in BREAK_IT.items():
+        for where, text in (("drawers", stored), ("peek_partner", peek), ("cowork", drained)):
+            assert secret not in text, f"{name} in {where}"
+        assert secret.encode() not in on_disk, f"{name} on disk"
+    assert PARTNER_PRIVATE not in peek and PARTNER_PRIVATE not in drained
+    assert PARTNER_PRIVATE.encode() not in on_disk

@@ -1,0 +1,207 @@
+"""The shapes ``mempald.text.redact`` replaces (pure: stdlib only), and what is never a secret.
+
+Three kinds of rule, each ``(kind, pattern, group holding the secret, validator)``:
+
+- **token shapes**: credentials with a fixed prefix or structure (``ghp_``, ``sk-ant-``, ``hf_``, ``dckr_pat_``,
+  ``xoxb-``, AWS key ids, JWTs...), redacted wherever they appear unless they are obviously filler
+  (``ghp_xxxx...``, ``xoxb-your-token-here``);
+- **contexts**: a secret that has no shape of its own but sits where only a secret goes: ``curl -u user:PASS``,
+  ``mysql -pPASS``, ``docker login -p TOKEN``, an environment variable named ``*_PASSWORD`` / ``*_TOKEN`` /
+  ``*_KEY``..., ``AccountKey=``, a Slack webhook's last segment, a Telegram bot token, "password is X";
+- **assignments**: ``password=...``, ``"api_key": "..."``, ``token: ...`` in code, config and JSON.
+
+A value is a **placeholder**, never redacted, when it is a template or reference (``${VAR}``, ``<your-key>``,
+``{{ secrets.X }}``, ``$TOKEN``), filler (``xxxx``, ``****``, ``...``), a type or keyword, or a value with no
+digit that says it is one (``your-key-goes-here``, ``local-demo``, ``changeme``, ``REPLACE_ME``). Public
+values are not secrets: Stripe publishable keys (``pk_``), public keys and certificates, hashes and UUIDs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+PH = r"(?!\[REDACTED:)"  # never re-redact a placeholder
+_B = r"(?<![A-Za-z0-9_\-])"  # characters that may sit right before/after a token without being part of it
+_E = r"(?![A-Za-z0-9_\-])"
+
+PLACEHOLDER_VALUES = re.compile(
+    r"""^(?:
+        \$\{?[A-Za-z_][A-Za-z0-9_]*\}?      # $VAR, ${VAR}
+      | \$\{\{.*\}\}? | \{\{.*\}\} | \{[A-Za-z_][\w.]*\}   # ${{ secrets.X }}, {{ template }}, {name}
+      | <[^<>]*>? | <%.*%> | %\(?\w+\)?s?  # <password>, <%= ERB %>, %(name)s
+      | (?:x+|\*+|\.+|-+|_+|\#+)           # xxxx, ****, ....
+      | (?i:your[_-]?\w+|changeme|redacted|placeholder|example|password|secret|token|none|null|nil|true|false
+          |undefined|string|str|bytes|int|number|bool|boolean|optional|any|required|env)
+    )$""",
+    re.X,
+)
+# Words that mark a made-up value even when it has digits ("thisIsAWrongApiKey123", "sua_chave_aqui_sem_0x").
+_MADE_UP = re.compile(r"(?i)example|sample|dummy|fake|wrong|incorrect|invalid|placeholder|change[_-]?me|replace[_-]?"
+                      r"(?:me|with)|your[_\-]|[_\-]here\b|goes[_\-]?here|aqui|\bsua[_\-]|\bseu[_\-]")
+_FILLER_WORDS = re.compile(
+    r"(?i)your|here|example|placeholder|change[_-]?me|replace|dummy|fake|sample|demo|local|insert|todo|redacted"
+    r"|xxx|foo|bar|test|secret|token|passw|api[_-]?key|my[_-]?key|goes")
+
+
+def has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
+
+
+def is_placeholder(value: str) -> bool:
+    """A template, a reference, filler, or a digit-less value that says it is not a real one."""
+    v = value.strip().strip("'\"")
+    if not v or PLACEHOLDER_VALUES.match(v) or v.startswith(("$", "<", "{", "[")) or _MADE_UP.search(v):
+        return True
+    core = [c for c in v.lower() if c.isalnum()]
+    if len(set(core)) <= 3:  # xxxxxxxx-xxxx, aaaaaaaa, 0000000
+        return True
+    return not has_digit(v) and _FILLER_WORDS.search(v) is not None
+
+
+def not_placeholder(value: str) -> bool:
+    return not is_placeholder(value)
+
+
+def token_ok(value: str) -> bool:
+    """A fixed-prefix token that is not the docs' filler: a body that is not all ``x`` (``ghp_xxxx...``) nor a
+    placeholder word (``sk-ant-your-key-here``)."""
+    body = re.split(r"[_\-.]", value, maxsplit=1)[-1]
+    if set(body.lower()) <= set("x*.-_"):
+        return False
+    return has_digit(body) or not _FILLER_WORDS.search(body)
+
+
+def slack_ok(value: str) -> bool:
+    return has_digit(value) and token_ok(value)  # real Slack tokens always carry their numeric ids
+
+
+def openai_ok(value: str) -> bool:
+    # Legacy keys are sk- plus 48 alphanumerics; project/service keys carry a prefix and mixed case. Require
+    # a digit so a long kebab-case identifier ("sk-this-is-not-a-key-at-all") is not taken for a key.
+    return has_digit(value) and sum(c.isalnum() for c in value) >= 20
+
+
+def bearer_ok(value: str) -> bool:
+    return has_digit(value) and not_placeholder(value)
+
+
+def password_ok(value: str) -> bool:
+    """A password named in prose or a command line: a digit and a letter, not a placeholder."""
+    return has_digit(value) and any(c.isalpha() for c in value) and not_placeholder(value)
+
+
+def env_ok(value: str) -> bool:
+    """The value of an environment variable named like a secret."""
+    if is_placeholder(value) or value.isdigit() or len(value) < 6:
+        return False
+    if value.startswith(("/", "~/", "./", "../", "pk_", "ssh-", "http://localhost", "https://localhost")):
+        return False  # paths, Stripe publishable keys, public keys
+    return has_digit(value) or not IDENT.match(value)
+
+
+Rule = tuple[str, re.Pattern[str], int, Callable[[str], bool] | None]
+
+TOKEN_RULES: list[Rule] = [
+    # Slack file-download URLs carry a token in the query string: keep the parameter, drop the token.
+    ("slack_download_token", re.compile(r"([?&]t=)" + PH + r"(xox[a-z]-[A-Za-z0-9%\-]{10,})"), 2, None),
+    ("anthropic_key", re.compile(_B + r"(sk-ant-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
+    ("openai_key", re.compile(_B + r"(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})" + _E), 1, openai_ok),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9_])"), 1, token_ok),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9_])(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"), 1, token_ok),
+    ("gitlab_token", re.compile(_B + r"(glpat-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
+    ("slack_token", re.compile(_B + r"(xox[abposre]-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok),
+    ("slack_token", re.compile(_B + r"(xapp-\d-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok),
+    ("slack_webhook", re.compile(r"(hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/)" + PH + r"([A-Za-z0-9]{20,})"),
+     2, None),
+    ("stripe_key", re.compile(r"(?<![A-Za-z0-9_])((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})(?![A-Za-z0-9_])"), 1,
+     token_ok),
+    ("stripe_key", re.compile(r"(?<![A-Za-z0-9_])(whsec_[A-Za-z0-9]{24,})(?![A-Za-z0-9_])"), 1, token_ok),
+    ("gcp_api_key", re.compile(_B + r"(AIza[0-9A-Za-z_\-]{35})" + _E), 1, token_ok),
+    ("google_client_secret", re.compile(_B + r"(GOCSPX-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
+    ("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"), 1, token_ok),
+    ("docker_token", re.compile(_B + r"(dckr_pat_[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
+    ("npm_token", re.compile(r"(?<![A-Za-z0-9_])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9_])"), 1, token_ok),
+    ("pypi_token", re.compile(_B + r"(pypi-AgE[A-Za-z0-9_\-]{40,})" + _E), 1, None),
+    ("sendgrid_key", re.compile(_B + r"(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E), 1, token_ok),
+    ("mailgun_key", re.compile(_B + r"(key-[0-9a-z]{32})" + _E), 1, token_ok),
+    ("shopify_token", re.compile(r"(?<![A-Za-z0-9_])(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})(?![A-Za-z0-9_])"), 1, None),
+    ("digitalocean_token", re.compile(r"(?<![A-Za-z0-9_])(do[por]_v1_[a-f0-9]{64})(?![A-Za-z0-9_])"), 1, None),
+    ("vault_token", re.compile(_B + r"(hv[sb]\.[A-Za-z0-9_\-]{24,})" + _E), 1, token_ok),
+    ("telegram_bot_token", re.compile(r"(?<![\d:])(\d{8,10}:)" + PH + r"(AA[A-Za-z0-9_\-]{32,})" + _E), 2, None),
+    ("aws_access_key", re.compile(
+        r"(?<![A-Za-z0-9])((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
+     1, None),
+    ("aws_secret_key", re.compile(
+        r"((?:aws_?)?secret_?(?:access_?)?key[\"']?\s*[:=]>?\s*[\"']?)" + PH
+        + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", re.I), 2, None),
+    ("azure_key", re.compile(r"((?:Account|Shared)Key=)" + PH + r"([A-Za-z0-9+/]{40,}={0,2})"), 2, None),
+    ("jwt", re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})" + _E), 1, None),
+    ("bearer_token", re.compile(r"(\b(?i:bearer)\s+)" + PH + r"([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"), 2,
+     bearer_ok),
+    ("basic_auth", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*Basic\s+)" + PH
+                              + r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I), 2, None),
+]
+
+_SECRET_ENV = r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|APIKEY|API_KEY|KEY|AUTH|CREDENTIALS?)"
+
+CONTEXT_RULES: list[Rule] = [
+    # curl -u user:PASS, curl --user user:PASS (also wget --password, httpie -a user:PASS)
+    ("cli_password", re.compile(r"(?<![\w-])(?:-u|--user|-a|--auth)(?:\s+|=)(['\"]?)[^\s'\":]*:" + PH
+                                + r"([^\s'\"]+)\1"), 2, not_placeholder),
+    # mysql -pPASS (-p followed by a space prompts for it instead)
+    ("cli_password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;]*?\s-p" + PH
+                                + r"([^\s'\"-][^\s'\"]*)"), 1, not_placeholder),
+    # docker login -p TOKEN / --password TOKEN (not --password-stdin)
+    ("cli_password", re.compile(r"\b(?:docker|podman|nerdctl|helm|buildah|skopeo)\s+(?:registry\s+)?login\b"
+                                r"[^\n|;]*?\s(?:-p|--password)(?:\s+|=)" + PH + r"([^\s'\"]+)"), 1, not_placeholder),
+    # .env and shell: DB_PASS=..., PGPASSWORD=..., MAILGUN_KEY=... (not *_PUBLIC_KEY, *_PUBLISHABLE_KEY)
+    ("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*" + _SECRET_ENV + r")[ \t]*=[ \t]*"
+                              r"([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"), 3, env_ok),
+    # prose and .netrc: "password is X", "password X"
+    ("password", re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)|pwd)(?:\s+(?:is|was))?\s+(['\"]?)" + PH
+                            + r"([^\s'\"]{6,})\1"), 2, password_ok),
+]
+
+# scheme://user:password@host (the user may be empty: redis://:pw@host): keep the scheme, the user and the host.
+URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]{1,30}://[^\s:/@?#\[\]\"'<>]*:)" + PH
+                          + r"([^\s/@?#\"'<>]+)(@)")
+
+# Generic assignments: password=..., "api_key": "...", SECRET: ..., token = '...'.
+ASSIGN_KEYS = {
+    "password": r"pass(?:word|wd|phrase)|pwd",
+    "secret": r"(?:client_?)?secret(?:_?key)?",
+    "api_key": r"api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key",
+    "token": r"(?:access|auth|refresh|session|bearer|api)?[_\-]?token",
+}
+ASSIGN = re.compile(
+    r"(?<![A-Za-z0-9])((?:[A-Za-z0-9]{1,40}[_\-.]){0,6}(" + "|".join(f"(?P<{k}>{v})" for k, v in ASSIGN_KEYS.items())
+    + r"))(?P<sep>[\"']?\s*(?::=|=>|[:=])\s*)"
+    # A quoted value runs to its closing quote (a passphrase may hold spaces); else up to a delimiter.
+    + r"(?:\"" + PH + r"(?P<dq>[^\"\n]{6,256})\"|'" + PH + r"(?P<sq>[^'\n]{6,256})'"
+    + r"|(?P<q>[\"']?)" + PH + r"(?P<v>[^\s\"'`,;]{6,}))",
+    re.I,
+)
+ASSIGN_MIN = {"password": 6, "secret": 8, "api_key": 8, "token": 8}
+
+_GENERIC_TYPE = re.compile(r"^[A-Za-z_][\w.]*\[.*\]\)?$")
+_TYPE_START = re.compile(r"^[A-Z][\w.]*\[")
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\)?)?$")
+
+
+def assignment_ok(value: str, quoted: bool, key: str, sep: str = "=") -> bool:
+    if is_placeholder(value) or value.isdigit():
+        return False
+    if not quoted and ":" in sep and value.isalpha():
+        return False  # "Password: Minimum 12 characters" is prose, not a value
+    low = value.lower()
+    if key.lower().rstrip("_-") in low and not has_digit(value):
+        return False  # password=password, token=self.token, api_key=new_api_key
+    if "(" in value or value.startswith(("os.", "process.env", "env.", "self.", "this.", "settings.", "config.")):
+        return False  # a call or a reference, not a literal
+    if _GENERIC_TYPE.match(value) or _TYPE_START.match(value):
+        return False  # token: Optional[str], api_key: Annotated[str | None, ...]
+    if value.startswith(("/", "~/", "./", "../", "pk_")):
+        return False  # PWD=/home/me in an environment dump is a path; pk_ keys are public
+    # Unquoted snake_case or dotted names without digits are variables: connect(password=db_password).
+    return quoted or not (IDENT.match(value) and ("_" in value or "." in value) and not has_digit(value))
