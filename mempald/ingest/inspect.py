@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mempald.ingest.drawers import BuildStats, SourceInfo, build_drawers
+from mempald.ingest.drawers import BuildStats, SourceInfo, build_drawers, clean_text
 from mempald.ingest.projects import project_exchanges
 from mempald.ingest.reading import UNKNOWN, parse_document
 from mempald.ingest.units import folder_wing, format_for, prepare, read_export
@@ -84,8 +84,9 @@ def _rows(ledger: Ledger, numbers: dict[int, int], positions: dict[str, int]) ->
             last["to"] = line
             last["records"] += 1
             continue
-        rows.append({"from": line, "to": line, "ref": None if line is not None else str(a.ref), "records": 1,
-                     "outcome": a.outcome, "exchange": where, "what": a.what})
+        ref = None if line is not None else clean_text(str(a.ref))
+        rows.append({"from": line, "to": line, "ref": ref, "records": 1, "outcome": a.outcome, "exchange": where,
+                     "what": a.what})
     return rows
 
 
@@ -98,10 +99,11 @@ def _order(ref: int | str, numbers: dict[int, int]) -> tuple[int, str]:
 
 
 def _exchange(e: Exchange, wing: str, drawers: int) -> dict[str, Any]:
-    return {"position": e.position, "key": e.key, "kind": e.kind, "agent": e.agent or "", "wing": wing,
-            "prompt": e.user[:PROMPT_CHARS], "prompt_chars": len(e.user), "answer_chars": len(e.assistant),
-            "tools": len(e.tools), "files": list(e.files), "parent": e.parent, "title": e.title or "",
-            "timestamp": e.timestamp or "", "drawers": drawers}
+    c = clean_text
+    return {"position": e.position, "key": c(e.key), "kind": e.kind, "agent": e.agent or "", "wing": wing,
+            "prompt": c(e.user[:PROMPT_CHARS]), "prompt_chars": len(e.user), "answer_chars": len(e.assistant),
+            "tools": len(e.tools), "files": [c(f) for f in e.files], "parent": c(e.parent),
+            "title": c(e.title or ""), "timestamp": c(e.timestamp or ""), "drawers": drawers}
 
 
 def inspect_unit(path: Path, source: Source, how: Reading, *, rows: bool = True) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from mempald.text.redact_rules import (
 )
 
 PLACEHOLDER = "[REDACTED:{}]"
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone UTF-16 half (cut emoji): not encodable, replaced
 
 
 def _ph(kind: str) -> str:
@@ -187,5 +188,6 @@ def strip_private(text: str) -> str:
 
 def scrub(text: str) -> str:
     """``text`` as it may leave or enter the palace outside the ingest (a cowork message, a partner's transcript
-    shown to the other agent, a knowledge-graph fact): ``<private>`` spans removed, then secrets redacted."""
-    return redact(strip_private(text))[0]
+    shown to the other agent, a knowledge-graph fact): ``<private>`` spans removed, secrets redacted, and a lone
+    surrogate (half an emoji, cut by a JavaScript tool) replaced by U+FFFD so the text can be encoded."""
+    return _SURROGATE.sub("\ufffd", redact(strip_private(text))[0])

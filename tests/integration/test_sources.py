@@ -138,3 +138,47 @@ def test_exports_folder_with_a_slack_export_inside(daemon: Daemon, formats_dir: 
     daemon.wait_for(heron, timeout=30)
     found = heron()[0]
     assert found["wing"] == "team-slack" and "Amanda Shih: The heron" in found["text"]  # names from users.json
+
+
+@pytest.mark.timeout(300)
+def test_a_lone_surrogate_costs_one_character_not_the_session(daemon: Daemon, home: Path) -> None:
+    """Issue #22 point 2: one assistant line with ``"text":"ok \\ud83d"`` (half an emoji, JSON-escaped, as
+    Node writes a string cut inside a surrogate pair) used to make the BM25 encoder raise: the batch failed,
+    the cursor never advanced, and nothing of the file was stored, then or later."""
+    proj = home / ".claude" / "projects" / "-home-u-emoji"
+    proj.mkdir(parents=True)
+    tx = proj / "5ec2e7a5-0000-4000-8000-00000000e001.jsonl"
+    sid = tx.stem
+
+    def turn(i: int, prompt: str, answer_json: str) -> str:
+        user = json.dumps({"type": "user", "sessionId": sid, "cwd": "/home/u/emoji", "uuid": f"e-u{i}",
+                           "parentUuid": None, "isSidechain": False, "timestamp": f"2026-08-03T10:0{i}:00.000Z",
+                           "message": {"role": "user", "content": prompt}})
+        # written by hand: json.dumps would refuse to write a lone surrogate the way Node does
+        answer = (f'{{"type":"assistant","sessionId":"{sid}","cwd":"/home/u/emoji","uuid":"e-a{i}",'
+                  f'"parentUuid":"e-u{i}","isSidechain":false,"timestamp":"2026-08-03T10:0{i}:30.000Z",'
+                  f'"message":{{"id":"msg_e{i}","role":"assistant","content":[{{"type":"text",'
+                  f'"text":"{answer_json}"}}]}}}}')
+        return user + "\n" + answer + "\n"
+
+    with tx.open("w") as fh:
+        fh.write(turn(0, "does the osprey build pass?", "yes, the osprey build passes"))
+        fh.write(turn(1, "and the albatross deploy?", "ok \\ud83d"))  # the lone high surrogate
+        fh.write(turn(2, "what about the cormorant tests?", "all cormorant tests green \\ud83d\\ude00"))
+    daemon.start()
+    daemon.idle()
+    assert hits(daemon, "osprey build") and hits(daemon, "cormorant tests")
+    albatross = [h for h in hits(daemon, "albatross deploy") if "albatross" in h["text"]]
+    assert albatross and albatross[0]["text"].endswith("ok \ufffd")  # that one character, nothing else
+    with tx.open("a") as fh:  # later appends are read too: the cursor moved on
+        fh.write(turn(3, "is the pelican release out?", "pelican shipped \\udc00 at noon"))
+        fh.write(turn(4, "and the heron docs?", "heron docs are up"))
+    daemon.wait_for(lambda: hits(daemon, "heron docs"), timeout=60)
+    st = daemon.idle()
+    src = next(s for s in st["sources"] if s["key"].startswith("claude_code:"))
+    assert src["exchanges"] == 5 and src["errors"] == 0
+    pelican = [h for h in hits(daemon, "pelican release") if "pelican" in h["text"]]
+    assert pelican and "pelican shipped \ufffd at noon" in pelican[0]["text"]
+    assert "😀" in next(h for h in hits(daemon, "cormorant tests") if "cormorant" in h["text"])["text"]
+    inspected = daemon.call("inspect", {"path": str(tx)})  # the inspection answers too (its text is encodable)
+    assert inspected["prompts"] == 5
