@@ -81,6 +81,16 @@ def test_inspect_dry_run_mine_and_reread(daemon: Daemon, home: Path, formats_dir
     assert sub["parent_id"] == parent["drawer_id"] and sub["agent"] == "claude/subagent:a58cb7d"
     assert sub["subagent_type"] == "claude-code-guide" and "Warmup" not in " ".join(d["text"] for d in drawers)
 
+    # a code project is read as one without --mode (issue 17: only its .md files were read)
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    (repo / "src" / "cart.py").write_text("def add(cart, item):\n    cart.append(item)  # the wombat fix\n" * 20)
+    (repo / "README.md").write_text("# Shop\n\nA small shop.\n")
+    plan = mempal(daemon, "mine", str(repo), "--dry-run")
+    assert plan["modes"] == {"projects": 1} and plan["files"] == 2 and plan["drawers"] >= 2
+    assert daemon.call("status")["drawers"] == st["drawers"]  # still nothing stored by a dry run
+
     daemon.call("watch_add", {"path": str(work), "mode": "convos"})
     again = mempal(daemon, "reread", str(work))
     assert again["files"] == 6 and again["removed"] == 0 and again["written"] == 0  # nothing was wrong
