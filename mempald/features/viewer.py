@@ -8,13 +8,12 @@ Everything here uses the store's indexed filters so that a page costs millisecon
   wing's thousands) plus one exact facet of ``session_id`` for the drawer counts. Sessions with no drawer at
   position 0 (its exchange was empty, or deleted) are dated by any one of their drawers, up to
   ``FALLBACK_LOOKUPS`` per listing; the rest are counted as ``undated``. The listing is cached per wing until
-  the store is written to (at most ``STALE_S`` old while it is being written to, as ``status`` does);
+  the store is next written to (``bench/viewer.py`` times both the cached and the first view);
 - a session's window is a ``session_id = S and a <= position <= b`` scroll.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +30,6 @@ from mempald.store.base import Filters, StoredPoint
 from mempald.store.gateway import StoreGateway
 
 FALLBACK_LOOKUPS = 64  # sessions without a drawer at position 0, dated one store call each, per listing
-STALE_S = 2.0  # a wing's listing may be this old while the store is being written to
 CACHED_WINGS = 16
 MAX_WINDOW = 400  # drawers in one session window (chunks of long exchanges included)
 EXCERPT = 240  # characters of a session's first exchange in a listing
@@ -63,14 +61,14 @@ class SessionBrowser:
 
     def __init__(self, store: StoreGateway) -> None:
         self.store = store
-        self._cache: dict[str, tuple[int, float, list[dict[str, Any]], int]] = {}
+        self._cache: dict[str, tuple[int, list[dict[str, Any]], int]] = {}
 
     async def _listing(self, wing: str) -> tuple[list[dict[str, Any]], int]:
         """Every session of ``wing`` (newest first) and how many could not be dated."""
         writes = self.store.writes
         hit = self._cache.get(wing)
-        if hit is not None and (hit[0] == writes or time.monotonic() - hit[1] < STALE_S):
-            return hit[2], hit[3]
+        if hit is not None and hit[0] == writes:
+            return hit[1], hit[2]
         counts = await self.store.facet("session_id", Filters(wing=(wing,)), limit=1_000_000)
         starts: dict[str, dict[str, Any]] = {}
         async for page in self.store.pages(Filters(wing=(wing,), position_max=0), size=256):
@@ -89,7 +87,7 @@ class SessionBrowser:
         undated = max(0, len(missing) - FALLBACK_LOOKUPS)
         if len(self._cache) >= CACHED_WINGS:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[wing] = (writes, time.monotonic(), sessions, undated)
+        self._cache[wing] = (writes, sessions, undated)
         return sessions, undated
 
     async def wing_sessions(self, wing: str, since: float | None, until: float | None, limit: int) -> dict[str, Any]:
@@ -158,10 +156,10 @@ def graph_data(triples: list[Triple], *, entity: str | None, limit: int, now: st
     else:
         chosen = ranked
     keep = set(chosen[:limit])
-    edges = []
-    for t in triples:
-        if t.subject.casefold() in keep and t.object.casefold() in keep:
-            edges.append({**t.to_dict(), "current": t.is_valid_at(now)})
+    edges = [{"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
+              "valid_from": t.valid_from, "valid_to": t.valid_to, "confidence": t.confidence,
+              "source_drawer": t.source_drawer, "created_at": t.created_at, "current": t.is_valid_at(now)}
+             for t in triples if t.subject.casefold() in keep and t.object.casefold() in keep]
     nodes = [{"name": spelling[k], "degree": degree[k], "centre": k == centre} for k in chosen[:limit]]
     return {"nodes": nodes, "edges": edges, "entities": len(degree), "triples": len(triples),
             "truncated": len(chosen) > limit, "entity": spelling.get(centre, entity) if centre else None}

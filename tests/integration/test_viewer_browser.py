@@ -81,25 +81,29 @@ def _setup(root: Path) -> tuple[Daemon, Path, Path, str, str]:
     project.mkdir()
 
     daemon = Daemon(env, root / "mempald.log").start()
-    daemon.call("watch_add", {"path": str(chatgpt), "mode": "convos"})
-    daemon.call("watch_add", {"path": str(notes), "mode": "pack", "wing": "notes", "output": str(pack_out)})
-    daemon.call("mine", {"paths": [str(gemini)]})
-    xss = daemon.call("ingest", {"text": XSS, "wing": "acme", "room": "planning", "agent": "user"})["drawer_ids"][0]
-    daemon.idle(timeout=300)
-    phx = daemon.call("search", {"query": "mix phx.server doesnt seem to start", "limit": 1})["hits"][0]
-    for s, p, o, since in (("spotter", "built with", "Phoenix", "2026-02-10"),
-                           ("spotter", "exports traces to", "OpenTelemetry", "2026-02-12"),
-                           ("Marco", "maintains", "spotter", "2025-06-01"),
-                           ("spotter", "served by", "Cowboy", "2025-01-01"),
-                           ("OpenTelemetry", "instruments", "Phoenix", None)):
-        daemon.call("kg", {"op": "add", "subject": s, "predicate": p, "object": o, "valid_from": since,
-                           "source_drawer": phx["drawer_id"]})
-    daemon.call("kg", {"op": "invalidate", "subject": "spotter", "predicate": "served by", "object": "Cowboy",
-                       "ended": "2026-01-15"})
-    daemon.call("cowork_push", {"text": "Codex: I moved the OTEL exporter config to config/runtime.exs; please "
-                                        "re-run the traces test.", "to": "codex", "from": "claude",
-                                "cwd": str(project)})
-    daemon.wait_for((pack_out / "knowledge_base.json").is_file, timeout=300, interval=0.5)
+    try:
+        daemon.call("watch_add", {"path": str(chatgpt), "mode": "convos"})
+        daemon.call("watch_add", {"path": str(notes), "mode": "pack", "wing": "notes", "output": str(pack_out)})
+        daemon.call("mine", {"paths": [str(gemini)]})
+        xss = daemon.call("ingest", {"text": XSS, "wing": "acme", "room": "planning", "agent": "user"})["drawer_ids"][0]
+        daemon.idle(timeout=300)
+        phx = daemon.call("search", {"query": "mix phx.server doesnt seem to start", "limit": 1})["hits"][0]
+        for s, p, o, since in (("spotter", "built with", "Phoenix", "2026-02-10"),
+                               ("spotter", "exports traces to", "OpenTelemetry", "2026-02-12"),
+                               ("Marco", "maintains", "spotter", "2025-06-01"),
+                               ("spotter", "served by", "Cowboy", "2025-01-01"),
+                               ("OpenTelemetry", "instruments", "Phoenix", None)):
+            daemon.call("kg", {"op": "add", "subject": s, "predicate": p, "object": o, "valid_from": since,
+                               "source_drawer": phx["drawer_id"]})
+        daemon.call("kg", {"op": "invalidate", "subject": "spotter", "predicate": "served by", "object": "Cowboy",
+                           "ended": "2026-01-15"})
+        daemon.call("cowork_push", {"text": "Codex: I moved the OTEL exporter config to config/runtime.exs; please "
+                                            "re-run the traces test.", "to": "codex", "from": "claude",
+                                    "cwd": str(project)})
+        daemon.wait_for((pack_out / "knowledge_base.json").is_file, timeout=300, interval=0.5)
+    except BaseException:
+        daemon.kill()  # a failed setup leaves no daemon behind
+        raise
     return daemon, project, pack_out, xss, phx["drawer_id"]
 
 

@@ -151,9 +151,9 @@ def listening(pid: int) -> set[tuple[str, int]]:
 def palace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, str]]:
     root = tmp_path_factory.mktemp("viewer-security")
     daemon = Daemon(isolated_env(root), root / "mempald.log").start()
-    saved = daemon.call("ingest", {"text": XSS, "wing": "acme", "room": "planning", "agent": "user"})
-    daemon.idle()
     try:
+        saved = daemon.call("ingest", {"text": XSS, "wing": "acme", "room": "planning", "agent": "user"})
+        daemon.idle()
         yield daemon, saved["drawer_ids"][0]
     finally:
         daemon.kill()
@@ -287,3 +287,23 @@ def test_ctrl_c_stops_it(palace: tuple[Daemon, str]) -> None:
     assert code == 0 and "stopped" in err
     with pytest.raises(OSError):
         http.client.HTTPConnection(v.address, v.port, timeout=5).connect()
+
+
+@pytest.mark.timeout(180)
+def test_errors_are_pages_that_say_what_happened(viewer: Viewer, tmp_path: Path) -> None:
+    viewer.login()
+    assert viewer.get("/drawer/not-a-drawer-id").status == 400
+    missing = viewer.get("/drawer/00000000-0000-4000-8000-000000000000")
+    assert missing.status == 404 and "no drawer" in missing.text
+    assert viewer.get("/no/such/page").status == 404
+    bad_date = viewer.get("/graph?as_of=someday")
+    assert bad_date.status == 400 and "someday" in bad_date.text
+    env = isolated_env(tmp_path)  # a palace with no daemon
+    lonely = Viewer(env)
+    try:
+        lonely.login()
+        down = lonely.get("/")
+        assert down.status == 503 and "mempald is not running" in down.text
+    finally:
+        code, err = lonely.stop()
+    assert code == 0 and "the viewer starts anyway" in err

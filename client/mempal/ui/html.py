@@ -9,7 +9,9 @@ or ``#...``): a ``javascript:`` or off-site URL cannot be built. The Content-Sec
 
 from __future__ import annotations
 
+import functools
 import html
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -33,17 +35,34 @@ def esc(value: object) -> Markup:
 
 
 def _render(child: Any, out: list[str]) -> None:
-    if child is None or isinstance(child, bool):
-        return
-    if isinstance(child, Markup):
+    # the common cases first, with exact type checks: pages build thousands of elements (a graph, a timeline)
+    kind = type(child)
+    if kind is Markup:
         out.append(child)
-    elif isinstance(child, str | int | float):
-        out.append(html.escape(str(child), quote=True))
+    elif kind is str:
+        out.append(_escape(child))
+    elif kind is list or kind is tuple:
+        for c in child:
+            _render(c, out)
+    elif child is None or kind is bool:
+        return
+    elif isinstance(child, Markup):
+        out.append(child)
+    elif isinstance(child, (str, int, float)):
+        out.append(_escape(str(child)))
     elif isinstance(child, Iterable):
         for c in child:
             _render(c, out)
     else:
         raise TypeError(f"cannot put a {type(child).__name__} into HTML")
+
+
+_SPECIAL = re.compile(r"[&<>\"']")
+
+
+def _escape(text: str) -> str:
+    """``html.escape`` with quotes, skipped when there is nothing to escape (most names and numbers)."""
+    return html.escape(text, quote=True) if _SPECIAL.search(text) else text
 
 
 def join(*children: Any) -> Markup:
@@ -60,6 +79,7 @@ def check_url(value: str) -> str:
     raise ValueError(f"refusing a link outside the viewer: {value[:80]!r}")
 
 
+@functools.lru_cache(maxsize=256)
 def _attr_name(name: str) -> str:
     low = name.lower()
     if low in SPELLED:
@@ -81,7 +101,7 @@ def el(tag: str, *children: Any, **attrs: Any) -> Markup:
         text = str(value)
         if name in URL_ATTRS:
             check_url(text)
-        parts.append(f'{name}="{html.escape(text, quote=True)}"')
+        parts.append(f'{name}="{_escape(text)}"')
     opening = "<" + " ".join(parts) + ">"
     if tag in VOID:
         return Markup(opening)

@@ -12,7 +12,8 @@ from mempal.ui.frame import Ctx, drawer_href, entity_href, message, number, page
 from mempal.ui.html import Markup, el
 from mempal.ui.svg import interval, picture
 
-DEFAULT_LIMIT = 60
+DEFAULT_LIMIT = 40  # entities drawn by default: past that a picture stops being readable
+FACT_ROWS = 80  # rows of the facts table under the picture (the picture has them all)
 
 
 def _fact_rows(edges: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -88,6 +89,9 @@ async def render(request: Request, ctx: Ctx) -> str:
     if not graph.get("triples") and not entity:
         body.append(message("The graph is empty. Agents add facts with the kg tool; people with "
                             "`mempal kg add SUBJECT PREDICATE OBJECT --valid-from DATE`."))
+    shown = edges[:FACT_ROWS]
     body.append(section("Facts drawn", table(("subject", "predicate", "object", "valid", "", "confidence", "source"),
-                                             _fact_rows(edges), empty="No facts to draw.")))
+                                             _fact_rows(shown), empty="No facts to draw."),
+                        el("p", f"and {number(len(edges) - len(shown))} more: choose an entity to see its own",
+                           class_="muted") if len(edges) > len(shown) else None))
     return page("Knowledge graph", *body, active="/graph")
