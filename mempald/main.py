@@ -3,6 +3,7 @@
     mempald [run] [-v]                   the daemon, in the foreground (the default)
     mempald install-service | uninstall-service [--dry-run]
     mempald doctor [--json]              every check, the store and the model included
+    mempald repair [--json]              rebuild a damaged state database or store from what survives
     mempald migrate --to URL [--from PATH]
     mempald restore PATH                 a backup (`mempal backup PATH`) back into an empty data dir
     mempald pack DIR ... | pack-prune FILE ...
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
     p = sub.add_parser("doctor", help="check the installation, the store and the model (exit 0 only if all pass)")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("repair", help="rebuild a damaged state database or store from what survives (the daemon "
+                       "must be stopped); transcripts still on disk are read again")
+    p.add_argument("--json", action="store_true")
     from mempald.ops import offline
 
     offline.register(sub)
@@ -47,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         from mempald.ops.doctor import run_checks
 
         return print_checks(run_checks(), as_json=args.json)
+    if args.command == "repair":
+        from mempald.ops.repair import main_repair
+
+        return main_repair(as_json=args.json)
     if args.command in ("migrate", "restore", "pack", "pack-prune"):
         return offline.run(args)
     from mempald.runtime.app import main_run

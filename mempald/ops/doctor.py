@@ -12,11 +12,12 @@ from mempald.config import Settings, data_dir
 
 
 def _dir_size(path: Path) -> int:
+    """Bytes on disk (allocated: the store's files are large and sparse, their apparent size misleads)."""
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for f in files:
             with contextlib.suppress(OSError):
-                total += (Path(dirpath) / f).stat().st_size
+                total += (Path(dirpath) / f).stat().st_blocks * 512
     return total
 
 
@@ -47,17 +48,34 @@ def check_store(settings: Settings, running: bool) -> Check:
         return Check("store", True, f"{path}: {size / 1e6:.1f} MB, opened by the daemon")
     if not path.exists():
         return Check("store", True, f"{path} will be created on first start")
-    try:
-        from mempald.embed.embedder import DEFAULT_DIM
-        from mempald.store.edge import EdgeStore
+    from mempald.ops.repair import _live_shard
+    from mempald.ops.salvage import read_shard
 
-        store = EdgeStore(path, DEFAULT_DIM)
-        n = store.points()
-        store.close()
-    except Exception as exc:
-        return Check("store", False, f"{path} does not open: {exc}",
-                     "stop any other mempald; if it still fails, move the folder away and re-mine")
-    return Check("store", True, f"{path}: {n} points, {size / 1e6:.1f} MB")
+    shard = _live_shard(path) if path.is_dir() else None
+    if shard is None:
+        return Check("store", True, f"{path} holds no shard yet: it is made on first start")
+    res = read_shard(path / shard)  # every point read back whole: payload and vectors
+    if res.error and "lock" in res.error.lower():
+        return Check("store", False, f"{path} is in use: {res.error}", "stop any other mempald and run this again")
+    if res.error or res.lost:
+        what = res.error or f"{len(res.lost)} of {res.points} points cannot be read back ({', '.join(res.lost[:3])})"
+        return Check("store", False, f"{path / shard} is damaged: {what}",
+                     "run `mempald repair` (it keeps every point it can read and re-reads the transcripts on disk)")
+    return Check("store", True, f"{path}: {res.points} points, all read back whole; {size / 1e6:.1f} MB on disk")
+
+
+def check_state() -> Check:
+    """The state database: SQLite's quick_check and a strict read of every row (also while the daemon runs)."""
+    from mempald.ops.salvage import state_problems
+
+    path = data_dir() / "state.sqlite3"
+    if not path.exists():
+        return Check("state database", True, f"{path} will be created on first start")
+    problems = state_problems(path)
+    if problems:
+        return Check("state database", False, f"{path} is damaged: {'; '.join(problems[:3])}",
+                     "stop mempald and run `mempald repair`")
+    return Check("state database", True, f"{path}: quick_check ok, every row readable")
 
 
 def check_inotify(settings: Settings) -> Check:
@@ -82,6 +100,7 @@ def check_inotify(settings: Settings) -> Check:
 def run_checks() -> list[Check]:
     out, settings, running = run_client_checks()
     out.append(check_model())
+    out.append(check_state())
     if settings is not None:
         out.append(check_store(settings, running))
         out.append(check_inotify(settings))

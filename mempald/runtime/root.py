@@ -68,6 +68,7 @@ from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
+from mempald.store.space import SpaceGuard, guard_store
 
 log = logs.get("app")
 
@@ -78,11 +79,13 @@ class Backends:
     """What ``Daemon.open`` opens: the model, the store (``hosted``: the same store when it is the embedded one
     in a child process, whose index the daemon maintains), the state database."""
 
-    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State) -> None:
+    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State,
+                 space: SpaceGuard | None = None) -> None:
         self.embedder = embedder
         self.store = store
         self.hosted = hosted
         self.state = state
+        self.space = space  # the disk-space guard of an embedded store's writes
 
 
 def open_backends(settings: Settings) -> Backends:
@@ -90,7 +93,8 @@ def open_backends(settings: Settings) -> Backends:
     ddir = data_dir()
     embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
     opened = open_store(settings, embedder.dim, daemon=True, ranker=ranking.rank)
-    store = faults.wrap_store(opened)  # inert unless MEMPAL_FAULTS is set
+    space = None if settings.store.url else SpaceGuard(settings.store_path(), ddir, settings.store.min_free_mb)
+    store = faults.wrap_store(guard_store(opened, space))  # faults: inert unless MEMPAL_FAULTS is set
     meta = store.get_meta()
     if meta.get("model") and meta["model"] != embedder.info.model_id:
         store.close()
@@ -106,7 +110,7 @@ def open_backends(settings: Settings) -> Backends:
     except BaseException:
         store.close()
         raise
-    return Backends(embedder, store, hosted, state)
+    return Backends(embedder, store, hosted, state, space)
 
 
 class Daemon:
@@ -142,7 +146,8 @@ class Daemon:
         self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
-                                   ingestor=self.ingestor, index=self.index, machine=machine)
+                                   ingestor=self.ingestor, index=self.index, machine=machine,
+                                   space=backends.space, hosted=self.hosted)
         self.kg = KnowledgeGraph(state.conn, lock=state.lock)
         self.kg.ensure_schema()
         self.inbox = CoworkInbox(state.conn, lock=state.lock)

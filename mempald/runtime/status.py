@@ -20,13 +20,16 @@ from mempald.sources.scan import Scanner
 from mempald.state.db import Cursor, State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
+from mempald.store.hosted import HostedEdgeStore
 from mempald.store.maintenance import IndexMaintainer
+from mempald.store.space import SpaceGuard
 
 
 class StatusReport:
     def __init__(self, *, store: StoreGateway, state: State, embedder: Embedder, sources: SourceSet,
                  scanner: Scanner, files: FileQueue, dense: DenseQueue, densifier: DenseWorker, ingestor: Ingestor,
-                 index: IndexMaintainer, machine: str) -> None:
+                 index: IndexMaintainer, machine: str, space: SpaceGuard | None = None,
+                 hosted: HostedEdgeStore | None = None) -> None:
         self.store = store
         self.state = state
         self.embedder = embedder
@@ -38,6 +41,8 @@ class StatusReport:
         self.ingestor = ingestor
         self.index = index
         self.machine = machine
+        self.space = space  # the disk-space guard (None: a store on a server)
+        self.hosted = hosted  # the embedded store's process (it says when its files look damaged)
         self.started_at = time.time()
         self.ready = False
         self._store_cache: tuple[int, float, tuple[int, dict[str, int], dict[str, int]]] | None = None
@@ -118,8 +123,17 @@ class StatusReport:
             "index": self.index.status(),
             "sources": sources,
             "excluded": self.sources.exclude.report() if self.sources.exclude is not None else {},
-            "warnings": [w for w in (self.ingestor.store_warning,) if w],
+            "warnings": [w for w in (self.ingestor.store_warning, *self._health_warnings()) if w],
+            "disk": self.space.status() if self.space is not None else {},
         }
+
+    def _health_warnings(self) -> list[str]:
+        """A full disk (ingest paused), damaged store files, damaged text in the state database."""
+        out = [self.space.check()] if self.space is not None else []
+        if self.hosted is not None:
+            out.append(self.hosted.damaged)
+        out.append(self.state.damaged)
+        return out
 
 
 REFUSED_LISTED = 20

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mempald.errors import MempalError
 from mempald.normalize.model import CursorContext
 
 SCHEMA = """
@@ -85,16 +86,48 @@ def _cursor(row: tuple[Any, ...]) -> Cursor:
     return Cursor(row[0], row[1], row[2], row[3], row[4], row[5], row[6], _context(row[7], row[2]), row[8])
 
 
+class StateDamaged(MempalError):
+    """The state database cannot be used: its file is damaged (the message names it and the fix)."""
+
+
+def damaged_message(path: Path, what: str) -> str:
+    return (f"the state database {path} is damaged ({what}): stop mempald and run `mempald repair` (it keeps "
+            "every row it can still read; transcripts are read again, nothing stored in the palace is lost)")
+
+
 class State:
+    """Opening checks the file (``PRAGMA quick_check``): a damaged header, a truncated file or a broken page is
+    ``StateDamaged`` at start, not a traceback later. Text that is no longer UTF-8 (flipped bytes inside a row)
+    is read with replacement characters and noted in ``damaged`` (status shows it), so one bad row cannot make
+    every ``status`` fail."""
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        self.damaged = ""  # why the database looks damaged ("" while nothing says so)
         self.lock = threading.RLock()
-        with self.lock:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(SCHEMA)
+        try:
+            self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+            self.conn.text_factory = self._text
+            with self.lock:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                problems = quick_check(self.conn)
+                if not problems:
+                    self.conn.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StateDamaged(damaged_message(path, str(exc))) from None
+        if problems:
+            self.conn.close()
+            raise StateDamaged(damaged_message(path, "; ".join(problems[:3])))
+
+    def _text(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            if not self.damaged:
+                self.damaged = damaged_message(self.path, f"a stored text is not UTF-8: {raw[:60]!r}")
+            return raw.decode("utf-8", "replace")
 
     def close(self) -> None:
         with self.lock:
@@ -171,3 +204,28 @@ class State:
             ).fetchall()
         return [{"at": r[0], "actor": r[1], "action": r[2], "target": r[3], "reason": r[4],
                  "detail": json.loads(r[5])} for r in rows]
+
+
+def quick_check(conn: sqlite3.Connection) -> list[str]:
+    """SQLite's own consistency check of every page ("ok" is no problem); raises ``sqlite3.DatabaseError`` when
+    the file is not a database at all."""
+    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+    return [] if rows == ["ok"] else rows
+
+
+def unreadable_text(conn: sqlite3.Connection) -> list[str]:
+    """Every table whose rows cannot all be read with strict UTF-8 text (``table: error``), for ``doctor``."""
+    out = []
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+    saved = conn.text_factory
+    conn.text_factory = str
+    try:
+        for table in tables:
+            try:
+                for _row in conn.execute(f'SELECT * FROM "{table}"'):
+                    pass
+            except sqlite3.Error as exc:
+                out.append(f"{table}: {exc}")
+    finally:
+        conn.text_factory = saved
+    return out

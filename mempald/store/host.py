@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from mempald.store.base import Ranker, StoreError
+from mempald.store.base import Filters, Ranker, StoreError
 from mempald.store.edge import EdgeStore, build_index
 
 BUILD_NICE = 10
@@ -57,6 +57,27 @@ CALLS: dict[str, Callable[..., Any]] = {
     "snapshot_to": lambda store, dst: store.snapshot_to(Path(dst)),
 }
 WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "delete"})
+# Phrases of Qdrant Edge errors that mean its files are damaged (not a bad request, not a full disk).
+DAMAGE_MARKS = ("failed to decode", "failed to decompress", "failed to deserialize", "corrupt", "checksum",
+                "no appropriate index", "unexpected end of file", "invalid data", "malformed")
+
+
+def damage_hint(path: Path, message: str) -> str:
+    """``message`` with the fix appended when it says the store's files are damaged, else ""."""
+    if not any(mark in message.lower() for mark in DAMAGE_MARKS):
+        return ""
+    return (f"the store at {path} looks damaged ({message}): stop mempald and run `mempald repair` (it keeps "
+            "every drawer it can still read and re-reads the transcripts still on disk)")
+
+
+def open_problem(store: EdgeStore) -> str:
+    """Why a store that opened cannot be used ("" when it can): one whose segments were deleted opens empty and
+    without the payload indexes every store is created with, so facets (and ``status``) fail."""
+    try:
+        store.facet("wing", Filters(), 1)
+    except Exception as exc:
+        return damage_hint(store.shard_dir, str(exc)) or f"the store at {store.shard_dir} cannot be read: {exc}"
+    return ""
 
 
 def _die_with_parent() -> None:
@@ -103,7 +124,12 @@ def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ran
     try:
         store = EdgeStore(path, dim, shard, ranker=ranker)
     except Exception as exc:  # reported to the daemon, which exits with the reason
-        conn.send(("err", "store", str(exc)))
+        conn.send(("err", "store", damage_hint(path, str(exc)) or str(exc)))
+        return 1
+    problem = open_problem(store)
+    if problem:
+        store.close()
+        conn.send(("err", "store", problem))
         return 1
     try:
         conn.send(("ready", {"shard": store.shard_name, "pid": os.getpid()}))

@@ -15,6 +15,11 @@ The index rebuild (``rebuild_index``), run when enough drawers are not indexed y
 
 A crash before step 4 leaves the old shard current and complete (it got every write); after it, the new
 shard has the copy plus the replayed journal. Leftover folders are removed when the daemon next starts.
+
+A store process that dies is started again and the call repeated once; one that keeps dying (three deaths
+within a minute) is left down for a pause that doubles up to a minute, so a store that cannot run (a full disk:
+SIGBUS) never crash-loops. Its death is explained (a signal, and for SIGBUS the free space left). A store whose
+files are damaged says so in every error, with the fix (``mempald repair``), and ``damaged`` holds the reason.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from mempald import logs
 from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, StoredPoint, StoreError
 from mempald.store.edge import LEGACY_SHARD, current_shard, set_current_shard
 from mempald.store.gateway import StoreGateway
-from mempald.store.host import WRITES
+from mempald.store.host import WRITES, damage_hint
+from mempald.store.space import MB, death_of, free_bytes, sparse_debt
 
 log = logs.get("store")
 
@@ -47,8 +53,9 @@ BUILDING = ".building"
 JOURNAL_MAX_POINTS = 50_000
 START_TIMEOUT_S = 120.0
 START_ATTEMPTS = 5
-
-
+DEATHS_BEFORE_PAUSE = 3  # store process deaths within DEATH_WINDOW_S before restarts are paused
+DEATH_WINDOW_S = 60.0
+PAUSE_MAX_S = 60.0
 class HostGone(StoreError):
     """The store process died or closed its socket."""
 
@@ -80,6 +87,7 @@ class _Host:
         self.conn = Connection(ours.detach())
         self.lock = threading.Lock()
         self.shard = shard or ""
+        self.path = path
 
     @property
     def pid(self) -> int:
@@ -92,7 +100,8 @@ class _Host:
             msg = self.conn.recv()
         except (EOFError, OSError):
             code = self.proc.wait(5)
-            raise HostGone(f"the store process exited ({code}) before it opened the store") from None
+            raise HostGone(f"the store process exited ({code}) before it opened the store: "
+                           f"{death_of(self.path, code)}") from None
         except StoreError:
             self.close(timeout=1)
             raise
@@ -112,6 +121,12 @@ class _Host:
             return reply[1]
         kind, message = reply[1], reply[2]
         raise StoreError(message if kind == "store" else f"{kind}: {message}")
+
+    def exit_code(self) -> int | None:
+        try:
+            return self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self, timeout: float = 60.0) -> None:
         """Close the socket: the host flushes, closes its shard and exits."""
@@ -157,6 +172,13 @@ class HostedEdgeStore:
         self._journal: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
         self._journal_points = 0
         self._closed = False
+        self._deaths: list[float] = []  # when store processes died (the last minute's)
+        self._paused_until = 0.0
+        self._pause_s = 0.0
+        self._probing = False
+        self._death = ""
+        self.restarts = 0
+        self.damaged = ""  # why the store's files look damaged ("" while nothing says so)
         self._host = self._start(None)
 
     def _start(self, shard: str | None) -> _Host:
@@ -181,13 +203,53 @@ class HostedEdgeStore:
         if self._closed:
             raise StoreError("the store is closed")
         try:
-            return self._host.call(method, args, kwargs)
-        except HostGone as exc:
+            if time.monotonic() < self._paused_until:
+                raise HostGone("the store process is down")
+            return self._checked(self._host, method, args, kwargs)
+        except HostGone:
             # Every call is safe to repeat (writes are upserts by id, deletes by filter): restart, retry once.
-            log.warning("store_process_restarted", reason=str(exc), pid=self._host.pid)
-            self._host.close(timeout=5)
-            self._host = self._start(self._host.shard)
-            return self._host.call(method, args, kwargs)
+            self._restart()
+            return self._checked(self._host, method, args, kwargs)
+
+    def _checked(self, host: _Host, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        try:
+            return host.call(method, args, kwargs)
+        except HostGone:
+            raise
+        except StoreError as exc:
+            hint = damage_hint(self.path / host.shard, str(exc))
+            if not hint:
+                raise
+            if not self.damaged:
+                log.error("store_damaged", path=str(self.path / host.shard), error=str(exc), message=hint)
+            self.damaged = hint
+            raise StoreError(hint) from None
+
+    def _restart(self) -> None:
+        """Start a new store process after one died. Once three died within a minute, each further start waits
+        for a pause that doubles up to a minute (and gets one try): a store that cannot run never crash-loops."""
+        now = time.monotonic()
+        if now < self._paused_until:
+            raise StoreError(f"the store process keeps dying ({self._death}); it is started again in "
+                             f"{self._paused_until - now:.0f} s")
+        if not self._probing:
+            self._death = death_of(self.path, self._host.exit_code())
+            recent = [t for t in self._deaths if now - t < DEATH_WINDOW_S]
+            if not recent:
+                self._pause_s = 0.0
+            self._deaths = [*recent, now]
+            if len(self._deaths) > DEATHS_BEFORE_PAUSE:
+                self._pause_s = min(PAUSE_MAX_S, max(2.0, self._pause_s * 2))
+                self._paused_until = now + self._pause_s
+                self._probing = True  # when the pause is over, one start is tried
+                log.error("store_process_paused", reason=self._death, retry_in_s=self._pause_s)
+                raise StoreError(f"the store process keeps dying ({self._death}); it is started again in "
+                                 f"{self._pause_s:.0f} s")
+        self._probing = False
+        log.warning("store_process_restarted", reason=self._death, pid=self._host.pid)
+        self._host.close(timeout=5)
+        self.restarts += 1
+        self._host = self._start(self._host.shard)
 
     def _write(self, method: str, *args: Any) -> None:
         assert method in WRITES, method  # only these are journaled and replayed
@@ -275,6 +337,12 @@ class HostedEdgeStore:
 
     def begin_rebuild(self) -> Path:
         """Step 1, on the store's worker thread (no other call runs meanwhile)."""
+        shard_dir = self.path / self._host.shard
+        need = sum(f.stat().st_size for f in shard_dir.rglob("*") if f.is_file()) + sparse_debt(self.path)
+        free = free_bytes(self.path)
+        if free < need + 256 * MB:
+            raise StoreError(f"not enough disk space to rebuild the index: the copy needs up to {need / MB:.0f} MB "
+                             f"and {free / MB:.0f} MB are free")
         building = self.path / f"{LEGACY_SHARD}-{time.time_ns() // 1_000_000}{BUILDING}"
         self._call("snapshot_to", str(building))
         self._journal = []
