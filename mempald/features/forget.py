@@ -20,14 +20,16 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import InvalidInput
 from mempald.features.forget_list import NOT_FROM_FILES, ForgetList, Rule, from_file
+from mempald.ingest.drawers import CONTEXT_CHARS, index_text
 from mempald.ingest.ingestor import Ingestor
-from mempald.ingest.queues import FRESH
+from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.registry import Source
 from mempald.state.db import State
-from mempald.store.base import Filters
+from mempald.store.base import Filters, PointData, StoredPoint
 from mempald.store.gateway import StoreGateway
 
 BATCH = 500
@@ -100,12 +102,14 @@ class Matched:
 
 class Forgetter:
     def __init__(self, store: StoreGateway, state: State, forgotten: ForgetList, sources: SourceSet,
-                 ingestor: Ingestor) -> None:
+                 ingestor: Ingestor, bm25: Bm25Encoder, dense: DenseQueue) -> None:
         self.store = store
         self.state = state
         self.forgotten = forgotten
         self.sources = sources
         self.ingestor = ingestor
+        self.bm25 = bm25
+        self.dense = dense
 
     async def _match(self, flt: Filters, keep: Callable[[Mapping[str, Any]], bool] | None = None) -> list[Matched]:
         out: list[Matched] = []
@@ -166,10 +170,41 @@ class Forgetter:
             await self.store.set_payload(ids[i : i + BATCH], {
                 "deleted": True, "status": "deleted", "deleted_at": now, "deleted_by": actor,
                 "delete_reason": reason or "forgotten", "forgotten": True})
+        mended = await self._mend_contexts({(str(m.payload.get("session_id") or ""),
+                                             str(m.payload.get("source_path") or "")) for m in matched})
         target = " ".join(f"{k}={v}" for k, v in what.items())
         await anyio.to_thread.run_sync(lambda: self.state.audit(actor, "forget", target, reason, drawers=len(ids),
                                                                 rules=len(rules), **dict(what)))
-        return {"forgotten": len(ids), "rules": len(rules)}
+        return {"forgotten": len(ids), "rules": len(rules), "contexts_mended": mended}
+
+    async def _mend_contexts(self, sessions: Iterable[tuple[str, str]]) -> int:
+        """A live drawer that follows a forgotten one in its session was indexed with the forgotten text as its
+        context: it gets the text of the last live drawer before it instead (none if there is none), and its
+        vectors are computed again. Nothing forgotten stays searchable through a neighbour."""
+        mended: list[PointData] = []
+        for session, source in sorted(sessions):
+            rows: list[StoredPoint] = []
+            async for page in self.store.pages(Filters(session_id=(session,), source_path=(source,),
+                                                       include_deleted=True), BATCH):
+                rows += page
+            rows.sort(key=lambda p: (int(p.payload.get("position") or 0), int(p.payload.get("chunk_index") or 0)))
+            after_forgotten, last_live = False, ""
+            for p in rows:
+                if p.payload.get("status") == "deleted":
+                    after_forgotten = True
+                    continue
+                want = last_live[-CONTEXT_CHARS:] if last_live else None
+                if after_forgotten and p.payload.get("context") != want:
+                    payload = {k: v for k, v in p.payload.items() if k != "context"}
+                    if want:
+                        payload["context"] = want
+                    mended.append(PointData(p.id, payload, self.bm25.document(index_text(payload))))
+                after_forgotten, last_live = False, str(p.payload.get("text") or "")
+        for i in range(0, len(mended), 32):
+            await self.store.upsert(mended[i : i + 32])
+        for pt in mended:
+            self.dense.put(pt.id, float(pt.payload.get("ts") or 0.0), BACKFILL)
+        return len(mended)
 
     async def _reingest(self, sel: Selection, again: Sequence[Matched], actor: str, reason: str) -> dict[str, Any]:
         sessions = {str(m.payload.get("session_id") or "") for m in again}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mempald.ingest.drawers import Drawer, SourceInfo
+from mempald.ingest.drawers import CONTEXT_CHARS, Drawer, SourceInfo
 from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State
 
@@ -167,21 +167,29 @@ class Admission:
         return not self.exclude.excludes(path)
 
     def drawers(self, drawers: Sequence[Drawer], info: SourceInfo) -> list[Drawer]:
-        """``drawers`` without those a forget covers or whose session ran in an excluded folder."""
+        """``drawers`` without those a forget covers or whose session ran in an excluded folder. A kept drawer
+        whose indexing context was a dropped one's text gets the last kept drawer's before it instead (none
+        if there is none): nothing of what is not stored is stored in another drawer's context."""
         if not drawers or info.path.startswith(NOT_FROM_FILES):
             return list(drawers)
         kept: list[Drawer] = []
         verdicts: dict[tuple[str, str], bool] = {}
+        last: dict[str, tuple[bool, str]] = {}  # session -> (was its last drawer dropped, the last kept text)
         for d in drawers:
             p = d.payload
             cwd, session = str(p.get("cwd") or ""), str(p.get("session_id") or "")
             out = verdicts.get((cwd, session))
             if out is None:
                 out = verdicts[(cwd, session)] = self.exclude.excludes_session(cwd, session)
-            if out:
-                self.blocked["excluded"] += 1
-            elif self.forgotten.covers(p):
-                self.blocked["forgotten"] += 1
-            else:
-                kept.append(d)
+            dropped, text = last.get(session, (False, ""))
+            if out or self.forgotten.covers(p):
+                self.blocked["excluded" if out else "forgotten"] += 1
+                last[session] = (True, text)
+                continue
+            if dropped:
+                payload = {k: v for k, v in p.items() if k != "context"}
+                if text:
+                    payload["context"] = text[-CONTEXT_CHARS:]
+            kept.append(Drawer(d.id, d.text, payload) if dropped else d)
+            last[session] = (False, d.text)
         return kept

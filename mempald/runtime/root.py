@@ -178,7 +178,7 @@ class Daemon:
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
 
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
-        forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor)
+        forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), Importer(self.settings, self.store, self.state, bm25, self.dense),
                            Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)))

@@ -15,8 +15,8 @@ Two kinds of rule, each a small object with a readable repr (in the manner of wa
 Excluded files are never read (``Source.wants`` / ``iter_files`` ask ``excludes``; the ingest refuses them
 too); exchanges of a session whose cwd is excluded are never stored (``cwd_rule``, asked where drawers are
 written). Rules are read where they are used, so a change applies at once: a config edit at the next file (the
-settings snapshot), a ``.mempalignore`` edit within ``IGNORE_TTL_S``. What each rule kept out is counted
-(distinct files, distinct sessions) for ``status``.
+settings snapshot), a ``.mempalignore`` edit or removal at the next file, a new one within ``IGNORE_TTL_S``.
+What each rule kept out is counted (distinct files, distinct sessions) for ``status``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathspec import GitIgnoreSpec
 from mempald import logs
 
 IGNORE_FILE = ".mempalignore"
-IGNORE_TTL_S = 2.0  # how long a folder's "has a .mempalignore" answer is trusted
+IGNORE_TTL_S = 2.0  # how long a folder's "has no .mempalignore" answer is trusted
 IGNORE_MAX_BYTES = 1_000_000
 COUNTED_MAX = 100_000  # distinct paths remembered per rule (the figure is a floor past it)
 log = logs.get("exclude")
@@ -182,9 +182,11 @@ class ExcludeFilter:
         return compiled
 
     def _ignore_at(self, folder: Path, now: float) -> IgnoreFile | None:
+        """The ``.mempalignore`` of ``folder``: a file known to exist is checked at every use (an edit or a removal
+        applies at once); a folder known to have none is looked at again after ``ttl_s``."""
         cached = self._dirs.get(folder)
-        if cached is not None and now - cached[0] < self._ttl:
-            return cached[1]
+        if cached is not None and cached[1] is None and now - cached[0] < self._ttl:
+            return None
         path = folder / IGNORE_FILE
         try:
             st = path.stat()
