@@ -48,8 +48,8 @@ filtered to that wing at the start of a session.
 """
 
 READ_ONLY_NOTE = """\
-This server is READ-ONLY: the tools that change memory (ingest, delete, cowork_push, cowork_drain, kg, \
-taxonomy) are not offered; ignore the steps above that use them.
+This server is READ-ONLY: the tools that change memory (ingest, delete, forget, cowork_push, cowork_drain, \
+kg, taxonomy) are not offered; ignore the steps above that use them.
 
 """
 
