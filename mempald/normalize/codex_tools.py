@@ -46,6 +46,11 @@ def _js_string(literal: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
 
 
+def decoded(args: Any) -> Any:
+    """Function-call arguments decoded once (a JSON string in the rollout), else as they are."""
+    return _decoded(args)
+
+
 def _decoded(args: Any) -> Any:
     if isinstance(args, str) and args.lstrip().startswith(("{", "[")):
         decoded = loads(args)

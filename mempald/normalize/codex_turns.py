@@ -257,7 +257,7 @@ class Reader:
         self.anchor_skipped()
         if ptype == "function_call":
             name = _str(p.get("name")) or "function"
-            args = p.get("arguments")
+            args = tools.decoded(p.get("arguments"))
             self.add_tool(ref, name, tools.args_summary(args), p.get("call_id"), tools.call_files(args, self.here()))
         elif ptype == "custom_tool_call":
             self.custom_call(ref, p)

@@ -49,10 +49,16 @@ def command_files(command: Any, cwd: str | None) -> list[str]:
         return patch_files(text, cwd)
     if "\n" in text.strip() or "$(" in text or "`" in text:
         return []
-    try:
-        tokens = shlex.split(text, comments=False, posix=True)
-    except ValueError:
-        return []
+    first = text.lstrip().split(None, 1)[0] if text.strip() else ""
+    if first.strip("'\"").rsplit("/", 1)[-1] not in _READERS:
+        return []  # not a file reader: no need to tokenise (most commands)
+    if not any(c in text for c in "'\"\\"):
+        tokens = text.split()  # nothing to unquote: the fast path
+    else:
+        try:
+            tokens = shlex.split(text, comments=False, posix=True)
+        except ValueError:
+            return []
     if not tokens or any(t in _OPERATORS for t in tokens):
         return []
     prog = tokens[0].rsplit("/", 1)[-1]
