@@ -9,9 +9,12 @@ import json
 import sqlite3
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from mempald.normalize import registry
 from mempald.normalize.format import Input, Parsed
-from mempald.normalize.model import CursorContext
+from mempald.normalize.model import CursorContext, Line, NormalizeError
 from mempald.sources.registry import Source, is_slack_export
 from mempald.state.db import Cursor, State
 
@@ -108,3 +111,22 @@ def test_cursors_already_in_a_state_database_are_read(tmp_path: Path) -> None:
     again = State(db).get_cursor("/export")
     assert again is not None and again.inode == 999 and again.same_folder(12, 5000, 2.5)
     state.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=600), st.sampled_from([f.name for f in registry.FORMATS]))
+def test_any_bytes_through_any_format_never_crash(data: bytes, name: str) -> None:
+    """Whatever a file holds, its format's parse returns (or, for a document not in that format, raises the
+    one NormalizeError), and detection answers."""
+    fmt = registry.by_name(name)
+    lines = [Line(i * 1000, raw) for i, raw in enumerate(data.split(b"\n")) if raw.strip()]
+    inp = Input(name="f", lines=lines, data=data, files={"users.json": data, "general/2024-01-01.json": data})
+    try:
+        out = fmt.parse(inp)
+    except NormalizeError:
+        assert fmt.reads != "lines"
+        return
+    refs = {a.ref for a in out.ledger.entries}
+    if fmt.reads == "lines":
+        assert refs >= {ln.offset for ln in lines}  # every line accounted for, whatever it held
+    registry.detect_file(data, "x.jsonl")
