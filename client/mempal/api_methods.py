@@ -623,7 +623,7 @@ class ClientMethods(ClientBase):
             limit: int | None = None,
     ) -> dict[str, Any]:
         """The sessions of one wing, newest first: each with its start time, first exchange, agent, source and drawer
-        count (the viewer's timeline).
+        count; and the wing's rooms (the viewer's timeline).
 
         wing: the wing
         since: only sessions started at or after this: ISO date, epoch seconds or an age (7d)

@@ -5,10 +5,10 @@ Everything here uses the store's indexed filters so that a page costs millisecon
 
 - a session's start is its drawer at position 0 (every normalizer numbers a session's exchanges from 0), so a
   wing's sessions are one filtered scroll of ``wing = W and position <= 0`` (a few hundred drawers, not the
-  wing's thousands) plus one exact facet of ``session_id`` for the drawer counts. Sessions with no drawer at
-  position 0 (its exchange was empty, or deleted) are dated by any one of their drawers, up to
-  ``FALLBACK_LOOKUPS`` per listing; the rest are counted as ``undated``. The listing is cached per wing until
-  the store is next written to (``bench/viewer.py`` times both the cached and the first view);
+  wing's thousands) plus exact facets of ``session_id`` (the drawer counts) and ``room`` (the wing's rooms).
+  Sessions with no drawer at position 0 (its exchange was empty, or deleted) are dated by any one of their
+  drawers, up to ``FALLBACK_LOOKUPS`` per listing; the rest are counted as ``undated``. The listing is cached
+  per wing until the store is next written to (``bench/viewer.py`` times both the cached and the first view);
 - a session's window is a ``session_id = S and a <= position <= b`` scroll.
 """
 
@@ -61,15 +61,16 @@ class SessionBrowser:
 
     def __init__(self, store: StoreGateway) -> None:
         self.store = store
-        self._cache: dict[str, tuple[int, list[dict[str, Any]], int]] = {}
+        self._cache: dict[str, tuple[int, list[dict[str, Any]], int, dict[str, int]]] = {}
 
-    async def _listing(self, wing: str) -> tuple[list[dict[str, Any]], int]:
-        """Every session of ``wing`` (newest first) and how many could not be dated."""
+    async def _listing(self, wing: str) -> tuple[list[dict[str, Any]], int, dict[str, int]]:
+        """Every session of ``wing`` (newest first), how many could not be dated, and the wing's rooms."""
         writes = self.store.writes
         hit = self._cache.get(wing)
         if hit is not None and hit[0] == writes:
-            return hit[1], hit[2]
+            return hit[1], hit[2], hit[3]
         counts = await self.store.facet("session_id", Filters(wing=(wing,)), limit=1_000_000)
+        rooms = await self.store.facet("room", Filters(wing=(wing,)))
         starts: dict[str, dict[str, Any]] = {}
         async for page in self.store.pages(Filters(wing=(wing,), position_max=0), size=256):
             for pt in page:
@@ -87,15 +88,15 @@ class SessionBrowser:
         undated = max(0, len(missing) - FALLBACK_LOOKUPS)
         if len(self._cache) >= CACHED_WINGS:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[wing] = (writes, sessions, undated)
-        return sessions, undated
+        self._cache[wing] = (writes, sessions, undated, rooms)
+        return sessions, undated, rooms
 
     async def wing_sessions(self, wing: str, since: float | None, until: float | None, limit: int) -> dict[str, Any]:
-        sessions, undated = await self._listing(wing)
+        sessions, undated, rooms = await self._listing(wing)
         chosen = [s for s in sessions if (since is None or s["ts"] >= since) and (until is None or s["ts"] <= until)]
         page = chosen[:limit]
         return {"wing": wing, "sessions": page, "total": len(sessions), "matching": len(chosen),
-                "more": len(chosen) > limit, "undated": undated}
+                "more": len(chosen) > limit, "undated": undated, "rooms": rooms}
 
     async def session_drawers(self, drawer_id: str | None, session_id: str | None, start: int, before: int,
                               after: int, include_deleted: bool) -> dict[str, Any]:

@@ -25,6 +25,7 @@ def test_sessions_and_windows(daemon: Daemon, home: Path, formats_dir: Path) -> 
     (wing,) = st["wings"]
     listing = daemon.call("wing_sessions", {"wing": wing})
     assert listing["total"] == 1 and not listing["more"] and listing["undated"] == 0
+    assert listing["rooms"] == daemon.call("list_rooms", {"wing": wing})["rooms"]
     (session,) = listing["sessions"]
     assert session["drawers"] == st["drawers"] and session["agent"] == "codex" and session["dated"]
     assert session["session_id"] == "019cd4b8-43b8-78a3-9985-04f6307807de"

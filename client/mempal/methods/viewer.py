@@ -12,7 +12,7 @@ from mempal.methods.spec import Method, Param
 METHODS: tuple[Method, ...] = (
     Method(
         "wing_sessions", "The sessions of one wing, newest first: each with its start time, first exchange, agent, "
-        "source and drawer count (the viewer's timeline).",
+        "source and drawer count; and the wing's rooms (the viewer's timeline).",
         (
             Param("wing", "str", "the wing", required=True),
             Param("since", "time", "only sessions started at or after this: ISO date, epoch seconds or an age (7d)"),

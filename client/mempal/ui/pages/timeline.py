@@ -75,13 +75,10 @@ async def render(request: Request, ctx: Ctx) -> str:
         return page("Timelines", table(("wing", "drawers"), [(el("a", w, href=timeline_href(w)), number(n))
                                                              for w, n in wings]), active="/")
 
-    def work(c: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        return c.wing_sessions(wing, until=until, limit=PAGE), c.list_rooms(wing=wing)
-
-    res, rooms = await ctx.daemon.run(work)
+    res: dict[str, Any] = await ctx.daemon.run(lambda c: c.wing_sessions(wing, until=until, limit=PAGE))
     sessions = res.get("sessions", [])
     room_links = [el("a", tag(f"{r} {number(n)}", "room"), href=link("/search", {"wing": wing, "room": r}))
-                  for r, n in sorted((rooms.get("rooms") or {}).items(), key=lambda kv: (-kv[1], kv[0]))]
+                  for r, n in sorted((res.get("rooms") or {}).items(), key=lambda kv: (-kv[1], kv[0]))]
     body: list[Any] = [
         el("p", count(res.get("total"), "session"), " · rooms: ", room_links, class_="lead"),
         el("form", el("input", type="hidden", name="wing", value=wing),
