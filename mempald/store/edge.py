@@ -172,6 +172,7 @@ class EdgeStore:
                         f"the store at {shard_dir} holds {vectors}-d vectors but the model makes {dim}-d ones: "
                         "run `mempal reindex` (or point store.path at a new folder)"
                     )
+                self._create_indexes(missing_only=True)  # a field indexed by a newer release (e.g. files)
             else:
                 self._shard = qe.EdgeShard.create(str(shard_dir), config)
                 self._create_indexes()
@@ -185,13 +186,13 @@ class EdgeStore:
         dim = cfg.get("dim")
         return int(dim) if isinstance(dim, int) else None
 
-    def _create_indexes(self) -> None:
-        for name in KEYWORD_FIELDS:
-            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
-        for name in FLOAT_FIELDS:
-            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
-        for name in BOOL_FIELDS:
-            self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool))
+    def _create_indexes(self, *, missing_only: bool = False) -> None:
+        have = set(self._shard.info().payload_schema) if missing_only else set()
+        for names, schema in ((KEYWORD_FIELDS, qe.PayloadSchemaType.Keyword),
+                              (FLOAT_FIELDS, qe.PayloadSchemaType.Float), (BOOL_FIELDS, qe.PayloadSchemaType.Bool)):
+            for name in names:
+                if name not in have:
+                    self._shard.update(qe.UpdateOperation.create_field_index(name, schema))
 
     def _update(self, op: Any) -> None:
         try:

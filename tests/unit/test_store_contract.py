@@ -352,3 +352,26 @@ def test_reopen_keeps_data(opener: Opener) -> None:
     assert again.get_meta() == {"model": "minilm", "dim": DIM}
     dense_hits, sparse_hits = again.query(corpus()[2].dense, BM25.query("alembic migrations"), Filters(), 3)
     assert dense_hits[0].id == pid(2) and sparse_hits[0].id == pid(2)
+
+
+def test_an_embedded_store_made_by_an_older_release_gets_the_new_field_indexes(tmp_path: Path) -> None:
+    """A payload field indexed since a later release (``files``) is indexed when an older store is opened."""
+    import qdrant_edge as qe
+
+    from mempald.store.base import KEYWORD_FIELDS
+    from mempald.store.edge import EdgeStore
+
+    store = EdgeStore(tmp_path / "store", 8)
+    store.close()
+    shard = tmp_path / "store" / "shard"
+    old = qe.EdgeShard.load(str(shard))  # an older release had no index on "files"
+    assert "files" in old.info().payload_schema
+    old.update(qe.UpdateOperation.delete_field_index("files"))
+    assert "files" not in old.info().payload_schema
+    old.flush()
+    old.close()
+    reopened = EdgeStore(tmp_path / "store", 8)
+    try:
+        assert set(KEYWORD_FIELDS) <= set(reopened._shard.info().payload_schema)
+    finally:
+        reopened.close()
