@@ -59,7 +59,8 @@ def _segments(text: str, size: int) -> list[_Seg]:
         if len(line.rstrip("\n")) <= size:
             segs.append(_Seg(line, lineno, blank))
         else:
-            segs.extend(_Seg(piece, lineno, blank) for piece in _hard_split(line, size))
+            # A piece is blank on its own merits: the tail of a long line may be only whitespace ("\r").
+            segs.extend(_Seg(piece, lineno, not piece.strip()) for piece in _hard_split(line, size))
     return segs
 
 

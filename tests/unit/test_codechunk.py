@@ -174,3 +174,9 @@ def test_chunk_text_never_raises_with_defaults(text: str) -> None:
 )
 def test_is_probably_binary(head: bytes, binary: bool) -> None:
     assert is_probably_binary(head) is binary
+
+
+def test_a_long_line_ending_in_whitespace_makes_no_empty_chunk() -> None:
+    """Found by hypothesis: a line one character over the window whose last character is a carriage return."""
+    chunks = chunk_text("0" * 20 + "\r", size=20, overlap=0, min_chars=0)
+    assert [c.text for c in chunks] == ["0" * 20]
