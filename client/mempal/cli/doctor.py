@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mempal.connection import DaemonUnavailable, call
-from mempal.paths import socket_path
+from mempal.paths import locate
 from mempald.config import ConfigError, Settings, config_path, data_dir, load_settings
 
 
@@ -49,9 +49,10 @@ def check_daemon() -> tuple[Check, dict[str, object] | None]:
 
 
 def check_socket() -> Check:
-    sock = socket_path()
+    found = locate()  # where a client looks (the variables, the daemon's pointer, the default), as clients do
+    sock = found.socket
     if not sock.exists():
-        return Check("socket", False, f"{sock} does not exist", "start the daemon")
+        return Check("socket", False, f"{sock} does not exist (found by {found.how})", "start the daemon")
     dmode, smode = _perm(sock.parent), _perm(sock)
     ok = dmode & 0o077 == 0 and smode & 0o077 == 0
     return Check("socket permissions", ok, f"{sock} {smode:o} in {dmode:o}",
