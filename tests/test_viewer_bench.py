@@ -13,7 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = {"overview", "search", "search, wing + since + type", "drawer in its session", "session page",
-         "wing timeline", "wing timeline, first view after a write", "knowledge graph",
+         "wing timeline", "wing timeline, first view after a write to another wing",
+         "wing timeline, first view after a write to this wing", "knowledge graph",
          "graph of an entity + its timeline", "cowork inbox", "packs"}
 
 

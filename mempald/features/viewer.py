@@ -8,13 +8,16 @@ Everything here uses the store's indexed filters so that a page costs millisecon
   wing's thousands) plus exact facets of ``session_id`` (the drawer counts) and ``room`` (the wing's rooms).
   Sessions with no drawer at position 0 (its exchange was empty, or deleted) are dated by any one of their
   drawers, up to ``FALLBACK_LOOKUPS`` per listing; the rest are counted as ``undated``. The listing is cached
-  per wing until the store is next written to (``bench/viewer.py`` times both the cached and the first view);
+  per wing until the store is next written to and then, while two counts of that wing do not move, for up to
+  ``REUSE_S`` (writes elsewhere do not rebuild it); ``bench/viewer.py`` times the cached and the first view;
 - a session's window is a ``session_id = S and a <= position <= b`` scroll.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from mempald.store.gateway import StoreGateway
 
 FALLBACK_LOOKUPS = 64  # sessions without a drawer at position 0, dated one store call each, per listing
 CACHED_WINGS = 16
+REUSE_S = 60.0  # a listing whose wing's counts did not move is kept this long across writes to other wings
 MAX_WINDOW = 400  # drawers in one session window (chunks of long exchanges included)
 EXCERPT = 240  # characters of a session's first exchange in a listing
 HIDDEN = ("context",)  # payload fields never sent: the indexing context repeats the drawer before
@@ -56,19 +60,42 @@ def _start(pt: StoredPoint) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Listing:
+    """A wing's sessions as last listed: valid while the store's write count is ``writes``, or while the wing's
+    ``mark`` (drawer count, session-start count) is unchanged, for ``REUSE_S`` after it was built."""
+
+    writes: int
+    mark: tuple[int, int]
+    built: float
+    sessions: list[dict[str, Any]]
+    undated: int
+    rooms: dict[str, int]
+
+
 class SessionBrowser:
     """A wing's sessions and a session's drawers, from the store's indexes."""
 
     def __init__(self, store: StoreGateway) -> None:
         self.store = store
-        self._cache: dict[str, tuple[int, list[dict[str, Any]], int, dict[str, int]]] = {}
+        self._cache: dict[str, _Listing] = {}
 
-    async def _listing(self, wing: str) -> tuple[list[dict[str, Any]], int, dict[str, int]]:
-        """Every session of ``wing`` (newest first), how many could not be dated, and the wing's rooms."""
+    async def _mark(self, wing: str) -> tuple[int, int]:
+        """Two exact counts (milliseconds) that move when the wing gains, loses or hides drawers or sessions."""
+        return (await self.store.count(Filters(wing=(wing,))),
+                await self.store.count(Filters(wing=(wing,), position_max=0)))
+
+    async def _listing(self, wing: str) -> _Listing:
+        """Every session of ``wing`` (newest first), how many could not be dated, and the wing's rooms. Writes to
+        other wings (a backfill elsewhere) cost two counts, not a new listing."""
         writes = self.store.writes
         hit = self._cache.get(wing)
-        if hit is not None and hit[0] == writes:
-            return hit[1], hit[2], hit[3]
+        if hit is not None and hit.writes == writes:
+            return hit
+        mark = await self._mark(wing)
+        if hit is not None and hit.mark == mark and time.monotonic() - hit.built < REUSE_S:
+            hit.writes = writes
+            return hit
         counts = await self.store.facet("session_id", Filters(wing=(wing,)), limit=1_000_000)
         rooms = await self.store.facet("room", Filters(wing=(wing,)))
         starts: dict[str, dict[str, Any]] = {}
@@ -85,18 +112,19 @@ class SessionBrowser:
                 starts[sid] = {**_start(page[0]), "dated": False}
         sessions = [{**s, "drawers": counts.get(sid, 0)} for sid, s in starts.items() if sid in counts]
         sessions.sort(key=lambda s: (-s["ts"], s["session_id"]))
-        undated = max(0, len(missing) - FALLBACK_LOOKUPS)
+        listing = _Listing(writes, mark, time.monotonic(), sessions, max(0, len(missing) - FALLBACK_LOOKUPS), rooms)
+        self._cache.pop(wing, None)
         if len(self._cache) >= CACHED_WINGS:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[wing] = (writes, sessions, undated, rooms)
-        return sessions, undated, rooms
+        self._cache[wing] = listing
+        return listing
 
     async def wing_sessions(self, wing: str, since: float | None, until: float | None, limit: int) -> dict[str, Any]:
-        sessions, undated, rooms = await self._listing(wing)
-        chosen = [s for s in sessions if (since is None or s["ts"] >= since) and (until is None or s["ts"] <= until)]
-        page = chosen[:limit]
-        return {"wing": wing, "sessions": page, "total": len(sessions), "matching": len(chosen),
-                "more": len(chosen) > limit, "undated": undated, "rooms": rooms}
+        got = await self._listing(wing)
+        chosen = [s for s in got.sessions
+                  if (since is None or s["ts"] >= since) and (until is None or s["ts"] <= until)]
+        return {"wing": wing, "sessions": chosen[:limit], "total": len(got.sessions), "matching": len(chosen),
+                "more": len(chosen) > limit, "undated": got.undated, "rooms": got.rooms}
 
     async def session_drawers(self, drawer_id: str | None, session_id: str | None, start: int, before: int,
                               after: int, include_deleted: bool) -> dict[str, Any]:

@@ -58,6 +58,10 @@ def test_sessions_and_windows(daemon: Daemon, home: Path, formats_dir: Path) -> 
     alone = daemon.call("session_drawers", {"drawer_id": mid["drawer_id"], "before": 0, "after": 0})
     assert alone["anchor"]["deleted_by"] == "user"  # a deleted drawer asked for by id is shown, to be restored
 
+    before = daemon.call("wing_sessions", {"wing": wing})
+    assert before["sessions"][0]["drawers"] == session["drawers"] - 1  # the deleted drawer is not counted
+    daemon.call("ingest", {"text": "The ferry to the island leaves at nine.", "wing": "elsewhere"})
+    assert daemon.call("wing_sessions", {"wing": wing}) == before  # a write elsewhere changes nothing here
     saved = daemon.call("ingest", {"text": "We keep the checklist in specs/016 next to the plan.", "wing": wing})
     fresh = daemon.call("wing_sessions", {"wing": wing})  # a write refreshes the cached listing
     assert fresh["total"] == 2 and fresh["sessions"][0]["first_drawer"] == saved["drawer_ids"][0]

@@ -46,10 +46,14 @@ def _style() -> bytes:
 def build(keys: Keys, *, host: str, port: int, cwd: str, daemon: DaemonLink | None = None) -> ASGIApp:
     ctx = Ctx(daemon or DaemonLink(), keys.csrf, cwd)
     rates = overview.Rates()
+    names = search.Names()
     css = _style()
 
     async def home(request: Request, c: Ctx) -> str:
         return await overview.render(request, c, rates)
+
+    async def find(request: Request, c: Ctx) -> str:
+        return await search.render(request, c, names)
 
     async def style(_request: Request) -> Response:
         return Response(css, media_type="text/css")
@@ -59,7 +63,7 @@ def build(keys: Keys, *, host: str, port: int, cwd: str, daemon: DaemonLink | No
 
     routes = [
         Route("/", _html(home, ctx)),
-        Route("/search", _html(search.render, ctx)),
+        Route("/search", _html(find, ctx)),
         Route("/drawer/{drawer_id}", _html(drawer.render, ctx)),
         Route("/drawer/{drawer_id}/delete", _html(drawer.delete, ctx), methods=["POST"]),
         Route("/drawer/{drawer_id}/restore", _html(drawer.restore, ctx), methods=["POST"]),

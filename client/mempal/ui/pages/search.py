@@ -3,6 +3,7 @@ a filter added to the table appears here), hits with their citations, each openi
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from starlette.requests import Request
@@ -17,6 +18,25 @@ SEARCH = METHODS["search"]
 FILTERS: tuple[Param, ...] = tuple(p for p in SEARCH.params if p.name not in ("query", "dense_weight"))
 EXCERPT = 600
 HINTS = {"since": "7d, 12h or 2026-01-31", "until": "1d or 2026-02-28", "limit": "10"}
+
+
+class Names:
+    """The wing, room and machine names the form offers as suggestions, from ``status``, at most ``TTL_S`` old
+    (a search page then costs the search alone)."""
+
+    TTL_S = 30.0
+
+    def __init__(self) -> None:
+        self._at = -self.TTL_S
+        self._lists: dict[str, list[str]] = {}
+
+    def get(self, client: Any) -> dict[str, list[str]]:
+        if time.monotonic() - self._at >= self.TTL_S:
+            st = client.status()
+            self._lists = {"wing": sorted(st.get("wings") or {}), "room": sorted(st.get("rooms") or {}),
+                           "machine": [str(st["machine"])] if st.get("machine") else []}
+            self._at = time.monotonic()
+        return self._lists
 
 
 def _values(request: Request) -> dict[str, Any]:
@@ -89,7 +109,7 @@ def hit(n: int, h: dict[str, Any]) -> Markup:
     )
 
 
-async def render(request: Request, ctx: Ctx) -> str:
+async def render(request: Request, ctx: Ctx, names: Names) -> str:
     query = request.query_params.get("q", "").strip()
     problem = None
     try:
@@ -97,20 +117,18 @@ async def render(request: Request, ctx: Ctx) -> str:
     except RpcError as exc:
         given, problem = {}, exc.message
 
-    def work(c: Any) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
-        st = c.status()
+    def work(c: Any) -> tuple[dict[str, list[str]], dict[str, Any] | None, str | None]:
+        lists = names.get(c)
         if not query or problem:
-            return st, None, problem
+            return lists, None, problem
         try:
-            return st, c.search(query, **given), None
+            return lists, c.search(query, **given), None
         except RpcError as exc:
             if exc.code != INVALID_PARAMS:
                 raise
-            return st, None, exc.message
+            return lists, None, exc.message
 
-    st, result, problem = await ctx.daemon.run(work)
-    lists = {"wing": sorted(st.get("wings") or {}), "room": sorted(st.get("rooms") or {}),
-             "machine": [str(st.get("machine"))] if st.get("machine") else []}
+    lists, result, problem = await ctx.daemon.run(work)
     body: list[Any] = [form(query, given, lists)]
     if problem:
         body.append(message(problem, "bad"))
