@@ -21,9 +21,11 @@ conversations): the share of answerable prompts whose injected memories include 
 share of unanswerable prompts that get anything injected ("false"), and model tokens injected per prompt.
 
 The default floor is the one with the best worst-half gain (answered - false, the smallest over the four halves):
-a default must hold on every split of the data, not only on the best figure over all of it. ``--fit`` also fits
-the logistic weights of ``mempald.search.fusion.relevance`` on the candidates (each set weighted equally, on all
-the data and on each half, to show the weights are stable), and prints the sweep with the weights fitted.
+a default must hold on every split of the data, not only on the best figure over all of it. ``--fit`` chooses the
+weights of ``mempald.search.fusion.relevance``: for each of a few directions of the linear evidence score
+(dense, coverage, rarity) the score is calibrated by Platt scaling (the logistic regression of "this candidate is
+its prompt's evidence" on it, each set weighted equally), swept over the floors, and the direction with the best
+worst-half gain wins; its calibrated weights and floor are the defaults.
 
 The LoCoMo data file is CC BY-NC 4.0: read by path, never copied into this repository.
 """
@@ -31,13 +33,14 @@ The LoCoMo data file is CC BY-NC 4.0: read by path, never copied into this repos
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import statistics
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +63,7 @@ from mempald.store.edge import EdgeStore  # noqa: E402
 
 FIXTURES = REPO.parent / "shared" / "fixtures" / "formats"
 CODING = REPO / "bench" / "recall_coding.json"
-SWEEP = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+SWEEP = (0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MAX_TOKENS = 600  # hooks.recall_max_tokens
 FIXTURE_VERSION = 1  # bump when the coding store must be rebuilt (ingest changes)
 MARKER = "recall-fixtures.json"
@@ -159,10 +162,14 @@ def locomo_prompts(samples: list[locomo.Sample], limit: int | None) -> list[Prom
     return out
 
 
-async def search_all(daemon: Daemon, prompts: list[Prompt]) -> None:
+async def search_all(daemon: Daemon, prompts: list[Prompt], overrides: Sequence[str] = ()) -> None:
     ctx = PromptContext(daemon.settings, daemon.searcher, daemon.inbox, daemon.embedder, daemon.store)
     for p in prompts:
-        p.hits = await daemon.searcher.search(ctx.request(p.text, p.wing, 0.0))
+        req = ctx.request(p.text, p.wing, 0.0)
+        if overrides:
+            req = replace(req, options=replace(req.options, **{
+                k: type(getattr(req.options, k))(float(v)) for k, _, v in (o.partition("=") for o in overrides)}))
+        p.hits = await daemon.searcher.search(req)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -179,23 +186,25 @@ def rescored(hits: list[dict[str, Any]], weights: Sequence[float] | None) -> lis
     return out
 
 
-def measure(prompts: list[Prompt], floor: float, count_tokens: Any, weights: Sequence[float] | None) -> dict[str, Any]:
-    answered, false, tok_a, tok_u = [], [], [], []
-    for p in prompts:
-        chosen = select_memories(rescored(p.hits, weights), floor, None)
-        text, kept = compose((), 0, chosen, 9000, MAX_TOKENS, count_tokens)
-        tokens = count_tokens(text) if kept else 0
-        if p.answerable:
-            answered.append(any(p.holds(h) for h in kept))
-            tok_a.append(tokens)
-        else:
-            false.append(bool(kept))
-            tok_u.append(tokens)
-    mean = statistics.fmean
-    return {"answered": round(mean(answered), 3) if answered else 0.0, "false": round(mean(false), 3) if false else 0.0,
-            "tokens_answerable": round(mean(tok_a), 1) if tok_a else 0.0,
-            "tokens_unanswerable": round(mean(tok_u), 1) if tok_u else 0.0,
-            "answerable": len(answered), "unanswerable": len(false)}
+def outcome(p: Prompt, floor: float, count_tokens: Any, weights: Sequence[float] | None) -> tuple[bool, int]:
+    """What recall would inject for ``p`` at ``floor``: (answered or, unanswerable, anything injected; tokens)."""
+    chosen = select_memories(rescored(p.hits, weights), floor, None)
+    text, kept = compose((), 0, chosen, 9000, MAX_TOKENS, count_tokens)
+    tokens = count_tokens(text) if kept else 0
+    return (any(p.holds(h) for h in kept) if p.answerable else bool(kept)), tokens
+
+
+def summarise(rows: list[tuple[Prompt, bool, int]]) -> dict[str, Any]:
+    ans = [(ok, t) for p, ok, t in rows if p.answerable]
+    una = [(ok, t) for p, ok, t in rows if not p.answerable]
+
+    def mean(xs: list[float]) -> float:
+        return round(statistics.fmean(xs), 3) if xs else 0.0
+
+    return {"answered": mean([float(ok) for ok, _ in ans]), "false": mean([float(ok) for ok, _ in una]),
+            "tokens_answerable": round(mean([float(t) for _, t in ans]), 1),
+            "tokens_unanswerable": round(mean([float(t) for _, t in una]), 1),
+            "answerable": len(ans), "unanswerable": len(una)}
 
 
 def sweep(sets: dict[str, list[Prompt]], count_tokens: Any, weights: Sequence[float] | None,
@@ -204,44 +213,54 @@ def sweep(sets: dict[str, list[Prompt]], count_tokens: Any, weights: Sequence[fl
     for floor in floors:
         row: dict[str, Any] = {}
         for name, prompts in sets.items():
-            row[name] = measure(prompts, floor, count_tokens, weights)
+            done = [(p, *outcome(p, floor, count_tokens, weights)) for p in prompts]
+            row[name] = summarise(done)
             for h in (0, 1):
-                row[f"{name}/half{h}"] = measure([p for p in prompts if p.half == h], floor, count_tokens, weights)
+                row[f"{name}/half{h}"] = summarise([d for d in done if d[0].half == h])
         row["worst_half_gain"] = round(min(v["answered"] - v["false"] for k, v in row.items() if "/half" in k), 3)
         rows[f"{floor:g}"] = row
     best = max(rows, key=lambda f: (rows[f]["worst_half_gain"], -abs(float(f) - 0.5)))
     return {"rows": rows, "best_floor": float(best)}
 
 
-def fit(sets: dict[str, list[Prompt]]) -> dict[str, list[float]]:
-    """Logistic weights (bias, dense, coverage, rarity) of ``fusion.relevance``: a candidate is positive when it is
-    evidence for its prompt; each set carries the same total weight."""
+# Directions of the linear evidence score (dense, coverage, rarity); each is calibrated (Platt) and swept.
+DIRECTIONS = tuple((9.0, c, r) for c in (0.0, 2.0, 4.0, 6.0) for r in (1.5, 3.0, 4.5))
+
+
+def calibrate(sets: dict[str, list[Prompt]], direction: Sequence[float]) -> list[float]:
+    """Platt scaling of ``z = direction . (dense, coverage, rarity)``: the logistic regression of "this candidate
+    is its prompt's evidence" on z (each set carrying the same total weight), as ``fusion.relevance`` weights."""
     from sklearn.linear_model import LogisticRegression
 
-    def data(prompts: list[Prompt], w: float) -> tuple[list[list[float]], list[int], list[float]]:
-        xs, ys = [], []
-        for p in prompts:
-            for h in p.hits:
-                sc = h["scores"]
-                xs.append([sc["dense"] or 0.0, sc["keyword"], sc["rarity"]])
-                ys.append(int(p.holds(h)))
-        return xs, ys, [w / max(1, len(xs))] * len(xs)
+    xs: list[list[float]] = []
+    ys: list[int] = []
+    ws: list[float] = []
+    for prompts in sets.values():
+        cands = [(p, h) for p in prompts for h in p.hits]
+        for p, h in cands:
+            sc = h["scores"]
+            xs.append([direction[0] * (sc["dense"] or 0.0) + direction[1] * sc["keyword"]
+                       + direction[2] * sc["rarity"]])
+            ys.append(int(p.holds(h)))
+            ws.append(1.0 / max(1, len(cands)))
+    m = LogisticRegression(C=100.0, max_iter=1000).fit(xs, ys, sample_weight=[w * len(ws) for w in ws])
+    a, b = float(m.coef_[0][0]), float(m.intercept_[0])
+    return [round(b, 3), *(round(a * d, 3) for d in direction)]
 
-    out: dict[str, list[float]] = {}
-    for name, pick in (("all", None), ("half0", 0), ("half1", 1)):
-        xs: list[list[float]] = []
-        ys: list[int] = []
-        ws: list[float] = []
-        for prompts in sets.values():
-            x, y, w = data([p for p in prompts if pick is None or p.half == pick], 1.0)
-            xs += x
-            ys += y
-            ws += w
-        if len(set(ys)) < 2:
-            continue
-        m = LogisticRegression(C=10.0, max_iter=1000).fit(xs, ys, sample_weight=[w * len(ws) for w in ws])
-        out[name] = [round(float(m.intercept_[0]), 3), *(round(float(c), 3) for c in m.coef_[0])]
-    return out
+
+def fit(sets: dict[str, list[Prompt]], count_tokens: Any, floors: Sequence[float]) -> dict[str, Any]:
+    """Each direction, calibrated, swept; the best is the one whose best floor has the best worst-half gain."""
+    tried = []
+    for direction in DIRECTIONS:
+        weights = calibrate(sets, direction)
+        sw = sweep(sets, count_tokens, weights, floors)
+        gain = sw["rows"][f"{sw['best_floor']:g}"]["worst_half_gain"]
+        tried.append({"direction": list(direction), "weights": weights, "best_floor": sw["best_floor"],
+                      "worst_half_gain": gain, "sweep": sw})
+        print(f"  direction {direction}: weights {weights}, best floor {sw['best_floor']:g}, "
+              f"worst-half gain {gain:.3f}", file=sys.stderr)
+    best = max(tried, key=lambda t: t["worst_half_gain"])
+    return {"tried": [{k: v for k, v in t.items() if k != "sweep"} for t in tried], "best": best}
 
 
 def table(res: dict[str, Any], names: Sequence[str]) -> str:
@@ -255,24 +274,41 @@ def table(res: dict[str, Any], names: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def loaded(args: argparse.Namespace) -> tuple[dict[str, list[Prompt]], Any]:
+    """The prompts with the candidates a ``--save-hits`` run kept (to sweep and fit again without searching)."""
+    saved = json.loads(args.load_hits.read_text())
+    sets: dict[str, list[Prompt]] = {}
+    if "coding" in saved:
+        sets["coding"] = coding_prompts(args.prompts)
+    if "locomo" in saved:
+        sets["locomo"] = locomo_prompts(locomo.load(args.locomo), args.limit)
+    for name, prompts in sets.items():
+        for p in prompts:
+            p.hits = saved[name][p.pid]
+    embedder = Embedder(models_dir=Path(tempfile.gettempdir()) / "mempal-recall-models")
+    return sets, functools.lru_cache(maxsize=500_000)(embedder.count_tokens)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     sets: dict[str, list[Prompt]] = {}
     count_tokens = None
     temp: list[Path] = []
-    if args.set in ("coding", "both"):
+    if args.load_hits:
+        sets, count_tokens = await anyio.to_thread.run_sync(lambda: loaded(args))
+    if args.set in ("coding", "both") and not args.load_hits:
         work = args.coding_store or Path(tempfile.mkdtemp(prefix="recall-coding-"))
         if args.coding_store is None:
             temp.append(work)
         daemon, store, state = await coding_daemon(work, args.threads)
         try:
             prompts = coding_prompts(args.prompts)
-            await search_all(daemon, prompts)
+            await search_all(daemon, prompts, args.option or ())
             sets["coding"] = prompts
-            count_tokens = daemon.embedder.count_tokens
+            count_tokens = functools.lru_cache(maxsize=500_000)(daemon.embedder.count_tokens)
         finally:
             store.close()
             state.close()
-    if args.set in ("locomo", "both"):
+    if args.set in ("locomo", "both") and not args.load_hits:
         ns = argparse.Namespace(store=args.locomo_store, data=args.locomo)
         work, reuse = locomo._open_work(ns)
         if args.locomo_store is None:
@@ -289,28 +325,30 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await locomo._ingest(daemon.ingestor, daemon.densifier, s)
                 (work / "locomo-ingested.json").write_text(json.dumps(locomo._fingerprint(args.locomo)))
             prompts = locomo_prompts(samples, args.limit)
-            await search_all(daemon, prompts)
+            await search_all(daemon, prompts, args.option or ())
             sets["locomo"] = prompts
-            count_tokens = daemon.embedder.count_tokens
+            count_tokens = functools.lru_cache(maxsize=500_000)(daemon.embedder.count_tokens)
         finally:
             store.close()
             state.close()
     for t in temp:
         shutil.rmtree(t, ignore_errors=True)
     out: dict[str, Any] = {"weights": list(fusion.RELEVANCE_WEIGHTS), "default_floor": args.default_floor}
+    if args.save_hits:
+        out["hits"] = {name: {p.pid: p.hits for p in prompts} for name, prompts in sets.items()}
     floors = sorted({*SWEEP, args.default_floor})
     out["sweep"] = sweep(sets, count_tokens, None, floors)
     print(f"relevance weights {tuple(fusion.RELEVANCE_WEIGHTS)}; default floor {args.default_floor:g}")
     print(table(out["sweep"], list(sets)))
     print(f"best worst-half gain at floor {out['sweep']['best_floor']:g}")
     if args.fit:
-        fitted = fit(sets)
+        fitted = fit(sets, count_tokens, floors)
         out["fitted"] = fitted
-        print(f"\nfitted weights (bias, dense, coverage, rarity): {fitted}")
-        if "all" in fitted:
-            out["sweep_fitted"] = sweep(sets, count_tokens, fitted["all"], floors)
-            print(table(out["sweep_fitted"], list(sets)))
-            print(f"best worst-half gain at floor {out['sweep_fitted']['best_floor']:g}")
+        best = fitted["best"]
+        print(f"\nbest direction {tuple(best['direction'])}, calibrated weights (bias, dense, coverage, rarity) "
+              f"{tuple(best['weights'])}:")
+        print(table(best["sweep"], list(sets)))
+        print(f"best worst-half gain at floor {best['best_floor']:g}")
     return out
 
 
@@ -324,8 +362,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions of each conversation")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--default-floor", type=float, default=None, help="(default: hooks.recall_threshold)")
+    ap.add_argument("--option", action="append", metavar="OPTION=VALUE",
+                    help="override an option of recall's search (research; e.g. --option neighbour_decay=0.8)")
     ap.add_argument("--fit", action="store_true", help="also fit the relevance weights on these prompts")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--save-hits", type=Path, default=None, help="also keep every prompt's candidates here")
+    ap.add_argument("--load-hits", type=Path, default=None, help="sweep (and fit) the candidates of --save-hits")
     args = ap.parse_args(argv)
     if args.default_floor is None:
         args.default_floor = parse_settings({}, env={}).hooks.recall_threshold
@@ -336,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no LoCoMo data at {args.locomo}; pass --locomo PATH", file=sys.stderr)
         return 2
     res = anyio.run(run, args)
+    hits = res.pop("hits", None)
+    if args.save_hits:
+        args.save_hits.write_text(json.dumps(hits))
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
     return 0

@@ -185,8 +185,8 @@ def test_hooks_fail_open_on_bad_input(live: Daemon) -> None:
 @pytest.mark.timeout(240)
 def test_prompt_hook_round_trip_time(live: Daemon) -> None:
     times = []
-    for _ in range(30):
-        res, dt = hook(live.env, "prompt", base("UserPromptSubmit", prompt=RELEVANT))
+    for i in range(30):  # a session is never shown the same memory twice: one session per run
+        res, dt = hook(live.env, "prompt", base("UserPromptSubmit", prompt=RELEVANT, session_id=f"timing-{i}"))
         assert res.returncode == 0 and res.stdout
         times.append(dt * 1000)
     times.sort()

@@ -240,3 +240,22 @@ def test_spread_sessions_puts_new_sessions_first_below_the_head() -> None:
     assert dict(out) == dict(ranked)  # scores untouched
     assert f.spread_sessions(ranked, POS, after=-1) == ranked
     assert f.spread_sessions(ranked, POS, after=10) == ranked
+
+
+def test_keyword_evidence_and_relevance() -> None:
+    from mempald.search.fusion import RARITY_CAP, bm25_idf, keyword_evidence, relevance
+
+    n = 1000
+    rare, common = bm25_idf(1, n), bm25_idf(400, n)
+    assert rare > common > 0 and bm25_idf(0, n) > rare
+    cov, rar = keyword_evidence([rare], rare + common, bm25_idf(0, n))
+    assert 0.8 < cov < 1.0 and 0.8 < rar < 1.0
+    # covering a query of common words is little evidence: rarity stays low
+    cov2, rar2 = keyword_evidence([common, common], 2 * common, bm25_idf(0, n))
+    assert cov2 == 1.0 and rar2 < 0.3 < rar
+    assert keyword_evidence([], 0.0, 0.0) == (0.0, 0.0)
+    assert keyword_evidence([rare] * 10, 10 * rare, rare)[1] == RARITY_CAP
+    # one scale: more of either kind of evidence never lowers it; it stays a probability
+    assert relevance(0.2, 0.0, 0.0) < relevance(0.6, 0.0, 0.0) < relevance(0.6, 1.0, 1.5) < 1.0
+    assert relevance(0.2, 1.0, 2.5) > relevance(0.2, 0.0, 0.0)
+    assert relevance(-1.0, 0.0, 0.0) >= 0.0 and relevance(1.0, 1.0, RARITY_CAP) <= 1.0

@@ -169,3 +169,32 @@ def test_the_store_process_ranks_exactly_as_in_process(corpus: tuple[EdgeStore, 
             assert hosted.rank(req) == rank(store, req)
     finally:
         hosted.close()
+
+
+def test_relevance_floor_drops_what_matches_nothing(corpus: tuple[EdgeStore, Bm25Encoder]) -> None:
+    assert search(corpus, "quantum chromodynamics lattice gauge") == []
+    assert search(corpus, "quantum chromodynamics lattice gauge", min_relevance=0.0)  # the floor, not the search
+    store, bm25 = corpus
+    o = SearchOptions()
+    q = "golden retriever"
+    hits = rank(store, RankRequest(fake_embed(q), bm25.query(q), q, Filters(wing=("w",)), o.candidates, 5, o,
+                                   NOW.timestamp()))
+    top = hits[0]
+    assert top["exchange_key"] == "s1:2" and top["scores"]["keyword"] == 1.0 and top["scores"]["rarity"] > 0.5
+    assert top["relevance"] > max(h["relevance"] for h in hits[1:] if h["scores"]["keyword"] == 0.0)
+
+
+def test_the_idf_is_read_back_from_the_stores_own_scores(corpus: tuple[EdgeStore, Bm25Encoder]) -> None:
+    from mempald.search import fusion
+    from mempald.search.ranking import _query_idf
+
+    store, bm25 = corpus
+    q = bm25.query("Biscuit marathon sister")
+    _, sparse_hits = store.query(None, q, Filters(), 50)
+    points = {p.id: p for p in store.retrieve([h.id for h in sparse_hits], with_vectors=True)}
+    n = store.count(Filters(include_deleted=True))
+    idf, ceiling = _query_idf(q, sparse_hits, points, n)
+    assert ceiling == fusion.bm25_idf(0, n)
+    for term in q.indices:  # the truth: how many drawers hold the term
+        df = sum(1 for p in points.values() if p.sparse is not None and term in p.sparse.indices)
+        assert abs(idf[term] - fusion.bm25_idf(df, n)) < 1e-3
