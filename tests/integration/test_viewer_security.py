@@ -307,3 +307,18 @@ def test_errors_are_pages_that_say_what_happened(viewer: Viewer, tmp_path: Path)
     finally:
         code, err = lonely.stop()
     assert code == 0 and "the viewer starts anyway" in err
+
+
+@pytest.mark.timeout(240)
+def test_pages_come_back_when_the_daemon_restarts(viewer: Viewer, palace: tuple[Daemon, str]) -> None:
+    """(Last in this module: it restarts the module's daemon.) The viewer keeps its connections between pages;
+    a daemon that went away gives a 503 page, and once it is back the next page is served on a new one."""
+    daemon, did = palace
+    viewer.login()
+    assert viewer.get(f"/drawer/{did}").status == 200
+    assert daemon.stop() == 0
+    down = viewer.get(f"/drawer/{did}")
+    assert down.status == 503 and "mempald is not running" in down.text
+    daemon.start()
+    assert viewer.get(f"/drawer/{did}").status == 200
+    assert viewer.get("/").status == 200

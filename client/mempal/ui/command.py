@@ -87,7 +87,8 @@ def serve(sock: socket.socket, *, host: str, port: int, shown: str, open_browser
     from mempal.ui.guard import Keys, host_literal
 
     keys = Keys(token=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
-    app = build(keys, host=host, port=port, cwd=os.getcwd(), daemon=DaemonLink())
+    link = DaemonLink()
+    app = build(keys, host=host, port=port, cwd=os.getcwd(), daemon=link)
     url = f"http://{host_literal(shown)}:{port}/?token={keys.token}"
     try:
         from mempal.connection import call
@@ -108,5 +109,6 @@ def serve(sock: socket.socket, *, host: str, port: int, shown: str, open_browser
         pass
     finally:
         sock.close()
+        link.close()
     print("mempal viewer stopped", file=sys.stderr)
     return 0
