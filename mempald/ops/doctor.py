@@ -49,18 +49,24 @@ def check_store(settings: Settings, running: bool) -> Check:
     if not path.exists():
         return Check("store", True, f"{path} will be created on first start")
     from mempald.ops.repair import _live_shard
-    from mempald.ops.salvage import read_shard
+    from mempald.ops.salvage import cited_paths, read_shard, unbacked_cursors
 
     shard = _live_shard(path) if path.is_dir() else None
     if shard is None:
         return Check("store", True, f"{path} holds no shard yet: it is made on first start")
-    res = read_shard(path / shard)  # every point read back whole: payload and vectors
+    cited: set[str] = set()
+    res = read_shard(path / shard, lambda recs: cited_paths(recs, cited))  # every point read back whole
     if res.error and "lock" in res.error.lower():
         return Check("store", False, f"{path} is in use: {res.error}", "stop any other mempald and run this again")
     if res.error or res.lost:
         what = res.error or f"{len(res.lost)} of {res.points} points cannot be read back ({', '.join(res.lost[:3])})"
         return Check("store", False, f"{path / shard} is damaged: {what}",
                      "run `mempald repair` (it keeps every point it can read and re-reads the transcripts on disk)")
+    missing = unbacked_cursors(data_dir() / "state.sqlite3", cited)
+    if missing:
+        return Check("store", False, f"{path / shard} has lost the drawers of {len(missing)} file(s) the state "
+                     f"database says were read into it (first: {missing[0]})",
+                     "run `mempald repair` (it has them read again)")
     return Check("store", True, f"{path}: {res.points} points, all read back whole; {size / 1e6:.1f} MB on disk")
 
 

@@ -9,7 +9,9 @@ moved to ``<data dir>/damaged-<time>/``.
    the counters; cursors whose text is damaged are dropped.
 2. The store (embedded): if its shard does not load, has lost its payload indexes, or any point cannot be read
    back whole, every point that can be read (payload and vectors, verbatim) is copied into a new shard, which
-   becomes the current one. Drawers without a dense vector are embedded again when the daemon starts.
+   becomes the current one. Drawers without a dense vector are embedded again when the daemon starts. A store
+   that reads back whole but has no drawer left of files the state database says were read into it (a
+   deleted segment its WAL did not cover) has those files' cursors dropped.
 3. Then, if anything was rebuilt, every cursor is dropped: the daemon reads each transcript still on disk
    again from the start. Drawer ids are deterministic, so what survived is overwritten, not duplicated, and
    what was lost from the store comes back from its transcript.
@@ -30,7 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from mempald.config import ConfigError, Settings, data_dir, load_settings
-from mempald.ops.salvage import copy_rows, point_data, read_shard, readable_copy, state_problems
+from mempald.ops.salvage import (
+    cited_paths,
+    copy_rows,
+    point_data,
+    read_shard,
+    readable_copy,
+    state_problems,
+    unbacked_cursors,
+)
 
 LISTED = 20
 
@@ -101,8 +111,13 @@ def repair_store(settings: Settings, ddir: Path, stamp: str) -> dict[str, Any]:
     shard = _live_shard(path) if path.is_dir() else None
     if shard is None:
         return {"store": "absent (made at the next start)"}
-    check = read_shard(path / shard)
+    cited: set[str] = set()
+    check = read_shard(path / shard, lambda recs: cited_paths(recs, cited))
     if not check.error and not check.lost:
+        missing = unbacked_cursors(ddir / "state.sqlite3", cited)
+        if missing:  # the store lost drawers without damage to show (a deleted segment its WAL did not cover)
+            return {"store": "ok", "points": check.points, "files_missing": len(missing),
+                    "cursors_dropped": drop_cursors(ddir / "state.sqlite3", missing)}
         return {"store": "ok", "points": check.points}
     from mempald.embed.embedder import DEFAULT_DIM
     from mempald.store.edge import EdgeStore, set_current_shard
@@ -134,12 +149,16 @@ def _meta(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def drop_cursors(path: Path) -> int:
+def drop_cursors(path: Path, only: list[str] | None = None) -> int:
+    """Forget where reading stopped (every file, or ``only`` these): the daemon reads them again from the start."""
     conn = sqlite3.connect(str(path), isolation_level=None)
     try:
-        n = int(conn.execute("SELECT count(*) FROM cursors").fetchone()[0])
-        conn.execute("DELETE FROM cursors")
-        return n
+        if only is None:
+            n = int(conn.execute("SELECT count(*) FROM cursors").fetchone()[0])
+            conn.execute("DELETE FROM cursors")
+            return n
+        conn.executemany("DELETE FROM cursors WHERE path = ?", [(p,) for p in only])
+        return len(only)
     finally:
         conn.close()
 
@@ -151,7 +170,10 @@ def repair(settings: Settings, ddir: Path) -> dict[str, Any]:
     report.update(repair_state(state_path, ddir, stamp))
     report.update(repair_store(settings, ddir, stamp))
     rebuilt = report["state"].startswith("rebuilt") or report["store"] == "rebuilt"
-    report["cursors_dropped"] = drop_cursors(state_path) if rebuilt and state_path.exists() else 0
+    if rebuilt and state_path.exists():
+        report["cursors_dropped"] = drop_cursors(state_path)
+    report.setdefault("cursors_dropped", 0)
+    rebuilt = rebuilt or bool(report["cursors_dropped"])
     report["ok"] = not report.get("error")  # (points lost from the store are counted, and their transcripts re-read)
     report["next"] = ("start mempald: it reads every transcript still on disk again; drawers whose transcript is "
                       "gone and whose payload was damaged are lost" if rebuilt else "nothing to repair")

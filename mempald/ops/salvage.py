@@ -204,3 +204,27 @@ def point_data(rec: Any) -> Any:
     dense = vec.get(DENSE)
     sv = SparseVec(tuple(sparse.indices), tuple(sparse.values)) if sparse is not None else SparseVec((), ())
     return PointData(str(rec.id), dict(rec.payload or {}), sv, list(dense) if dense is not None else None)
+
+
+def cited_paths(recs: list[Any], into: set[str]) -> None:
+    """Collect the ``source_path`` of each record (a ``read_shard`` sink)."""
+    for r in recs:
+        path = (r.payload or {}).get("source_path")
+        if isinstance(path, str):
+            into.add(path)
+
+
+def unbacked_cursors(state_path: Path, cited: set[str]) -> list[str]:
+    """Files the state database says were read into the store (a cursor with exchanges) of which no drawer is
+    left: the store lost them (a deleted segment, say), and only reading them again brings them back."""
+    try:
+        conn = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return []
+    try:
+        rows = conn.execute("SELECT path FROM cursors WHERE exchanges > 0").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return sorted(str(r[0]) for r in rows if str(r[0]) not in cited)

@@ -73,6 +73,35 @@ def doctor_check(d: Daemon, name: str) -> dict[str, Any]:
     return found
 
 
+def refused_at_start(daemon: Daemon, names: str) -> None:
+    """The daemon does not start: exit 3, a message naming the damaged file and the fix, no traceback."""
+    with pytest.raises(AssertionError):
+        daemon.start(extra_env=ENV)
+    assert daemon.proc is not None and daemon.proc.returncode == 3
+    logs = daemon.logs()
+    assert "Traceback" not in logs, logs[-3000:]
+    assert names in logs and "mempald repair" in logs, logs[-2000:]
+
+
+def segments_gone(daemon: Daemon, expected: set[str]) -> str:
+    """A deleted segment is one of three things, by what the store's WAL still held: the store lost its payload
+    indexes (refused at start), or the WAL replayed every drawer (nothing lost), or it lost drawers without a
+    sign of damage, and ``doctor`` names the files the state database says it held."""
+    try:
+        daemon.start(extra_env=ENV)
+    except AssertionError:
+        refused_at_start(daemon, "store")
+        return "start"
+    served = set(keys(daemon)) >= expected
+    assert daemon.stop() == 0
+    check = doctor_check(daemon, "store")
+    if served:
+        assert check["ok"], check
+        return "nothing_lost_wal"
+    assert not check["ok"] and "lost the drawers" in check["detail"] and "mempald repair" in check["fix"], check
+    return "doctor"
+
+
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damage_is_found_named_and_repaired(daemon: Daemon, home: Path, damage: str) -> None:
@@ -91,13 +120,12 @@ def test_damage_is_found_named_and_repaired(daemon: Daemon, home: Path, damage: 
     DAMAGE[damage](data)
 
     # Found at start, or at first use.
-    if damage in AT_START:
-        with pytest.raises(AssertionError):
-            daemon.start(extra_env=ENV)
-        assert daemon.proc is not None and daemon.proc.returncode == 3
-        logs = daemon.logs()
-        assert "Traceback" not in logs, logs[-3000:]
-        assert AT_START[damage] in logs and "mempald repair" in logs, logs[-2000:]
+    found_by = ""
+    if damage == "segments_deleted":
+        found_by = segments_gone(daemon, expected)
+        print(f"RELIABILITY corruption segments_deleted found_by={found_by}")
+    elif damage in AT_START:
+        refused_at_start(daemon, AT_START[damage])
     else:
         daemon.start(extra_env=ENV)
         if damage == "payload_pages":  # first use: reading every drawer's payload meets the damaged pages
@@ -108,13 +136,17 @@ def test_damage_is_found_named_and_repaired(daemon: Daemon, home: Path, damage: 
         warnings = daemon.call("status")["warnings"]  # status keeps answering, and says what is wrong
         assert any("damaged" in w and "mempald repair" in w for w in warnings), warnings
         assert daemon.stop() == 0
-    check = doctor_check(daemon, "store" if damage in ("payload_pages", "segments_deleted") else "state database")
-    assert not check["ok"] and "damaged" in check["detail"] and "mempald repair" in check["fix"], check
+    if damage != "segments_deleted":
+        check = doctor_check(daemon, "store" if damage == "payload_pages" else "state database")
+        assert not check["ok"] and "damaged" in check["detail"] and "mempald repair" in check["fix"], check
 
     out = mempald(daemon, "repair", "--json")
     assert out.returncode == 0 and "Traceback" not in out.stderr, (out.stdout, out.stderr)
     report = json.loads(out.stdout)
-    assert list((data).glob("damaged-*")), "the damaged files are kept aside"
+    if "rebuilt" in (report["state"], report["store"]):
+        assert list(data.glob("damaged-*")), "the damaged files are kept aside"
+    else:  # (segments deleted, drawers lost without damage to show: the files that held them are read again)
+        assert report["cursors_dropped"] >= 1, report
     assert doctor_check(daemon, "state database")["ok"] and doctor_check(daemon, "store")["ok"]
 
     daemon.start(extra_env=ENV)
@@ -123,9 +155,12 @@ def test_damage_is_found_named_and_repaired(daemon: Daemon, home: Path, damage: 
     assert all(len(v) == 1 for k, v in found.items() if k in expected)
     st = daemon.idle()
     assert not [w for w in st["warnings"] if "damaged" in w], st["warnings"]
-    memory_lost = damage == "segments_deleted" or memory_id in report.get("lost_ids", [])
+    # The hand-saved memory has no transcript: it is back exactly when its bytes survived (a deleted segment
+    # may have taken its only copy, or the store's WAL may have held it: not asserted then).
     hits = daemon.call("search", {"query": "kumquat cluster deploy key rotates"})["hits"]
-    assert any(h["drawer_id"] == memory_id for h in hits) is not memory_lost, (report, hits[:2])
+    kept = any(h["drawer_id"] == memory_id for h in hits)
+    if found_by in ("", "nothing_lost_wal"):
+        assert kept is (memory_id not in report.get("lost_ids", [])), (report, hits[:2])
     triples = daemon.call("kg", {"op": "query", "entity": "alice"})["triples"]
     kg_lost = damage == "sqlite_truncated" and not report.get("tables", {}).get("kg_triples", {}).get("rows")
     assert bool(triples) is not kg_lost, (report, triples)
