@@ -78,6 +78,7 @@ class Importer:
         self.state = state
         self.bm25 = bm25
         self.dense = dense
+        self.running = 0  # imports in progress (the embedding waits for them, as it does for fresh ingests)
 
     async def import_file(self, raw: str, *, actor: str, dry_run: bool) -> dict[str, Any]:
         path = checked_path(raw)
@@ -87,6 +88,7 @@ class Importer:
                                "unchanged": 0, "blank": 0, "bad": 0, "bad_lines": [], "dry_run": dry_run}
         cap = self.settings.current.ingest.max_line_bytes
         fh = await anyio.to_thread.run_sync(path.open, "rb")
+        self.running += 1
         try:
             lines = _lines(fh, cap)
             while True:
@@ -95,6 +97,7 @@ class Importer:
                     break
                 await self._batch(chunk, out, cap, dry_run)
         finally:
+            self.running -= 1
             await anyio.to_thread.run_sync(fh.close)
         if out["lines"] and out["header"] is None and not (out["added"] or out["replaced"] or out["unchanged"]):
             raise InvalidInput(f"{path} holds no drawers of a mempal export ({out['bad']} bad lines; the first: "

@@ -142,7 +142,6 @@ class Daemon:
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
         self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter)
         self.ingest_loops = IngestLoops(self.files, self.sources, self.ingestor, on_ingested=self.packs.changed)
-        self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0
         self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
@@ -179,8 +178,11 @@ class Daemon:
 
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
         forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
+        importer = Importer(self.settings, self.store, self.state, bm25, self.dense)
+        # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
+        self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
-                           Exporter(self.store), Importer(self.settings, self.store, self.state, bm25, self.dense),
+                           Exporter(self.store), importer,
                            Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)))
 
     @classmethod
