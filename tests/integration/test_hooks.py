@@ -282,8 +282,10 @@ def test_the_file_gate_injects_what_memory_knows_about_a_file_once_per_session(d
 @pytest.mark.timeout(240)
 def test_injections_are_counted_in_status(live: Daemon) -> None:
     before = injected_today(live, "prompt"), injected_today(live, "session-start")
-    context_of(hook(live.env, "prompt", base("UserPromptSubmit", prompt=RELEVANT))[0], "UserPromptSubmit")
-    context_of(hook(live.env, "session-start", base("SessionStart", source="startup"))[0], "SessionStart")
+    # a session of its own: recall never injects a drawer twice into one session, and others used sess-1
+    fresh = {"session_id": "sess-counted"}
+    context_of(hook(live.env, "prompt", base("UserPromptSubmit", prompt=RELEVANT, **fresh))[0], "UserPromptSubmit")
+    context_of(hook(live.env, "session-start", base("SessionStart", source="startup", **fresh))[0], "SessionStart")
     live.wait_for(lambda: injected_today(live, "prompt") > before[0]
                   and injected_today(live, "session-start") > before[1], timeout=30)
     shown = mempal_cli(live.env, "status").stdout

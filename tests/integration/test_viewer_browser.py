@@ -36,6 +36,7 @@ if not CHROMIUM or not DRIVER:
     pytest.skip("the browser tests need Debian's chromium and chromium-driver (apt-get install -y chromium "
                 "chromium-driver; .ci/run installs them)", allow_module_level=True)
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[test]')")
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
@@ -137,8 +138,10 @@ def browser(palace: Palace) -> Iterator[Any]:
 
 
 def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 30) -> Any:
-    """Until ``condition(driver)`` holds (a click's navigation has landed)."""
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    """Until ``condition(driver)`` holds (a click's navigation has landed).  An element read while the page is
+    being replaced goes stale: that is "not yet", as is one not there yet."""
+    return WebDriverWait(driver, timeout, poll_frequency=0.1,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(condition)
 
 
 def visit(driver: Any, palace: Palace, path: str) -> str:
