@@ -16,6 +16,13 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def mempal_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real ``mempal`` command line, run in a test's environment (this checkout first on the path)."""
+    code = "import sys\nfrom mempal.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=timeout)
 SHARED = REPO.parent / "shared"
 FORMATS = SHARED / "fixtures" / "formats"
 

@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import FORMATS, REPO, Daemon
+from tests.conftest import FORMATS, Daemon, mempal_cli
 from tests.integration.test_skeleton import assistant_line, user_line
 
 REAL = FORMATS / "claude_code" / "real2" / "projects" / "-Users-agents-conductor-acp-python--conductor-pompeii"
@@ -44,12 +42,6 @@ def tokenizer(daemon: Daemon) -> Any:
 
 def count(tok: Any, text: str) -> int:
     return len(tok.encode(text, add_special_tokens=False).ids)
-
-
-def mempal_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys\nfrom mempal.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=120)
 
 
 def write_session(home: Path) -> None:

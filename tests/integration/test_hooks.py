@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, strip_injected
-from tests.conftest import FORMATS, REPO, Daemon
+from tests.conftest import FORMATS, REPO, Daemon, mempal_cli
 from tests.integration.test_skeleton import assistant_line, user_line
 
 SHORT = FORMATS / "claude_code" / "short_session_v2.1.38.jsonl"
@@ -209,13 +209,6 @@ def test_every_hook_is_silent_and_fast_when_the_daemon_is_down(home: Path) -> No
         res, dt = hook(env, event, payload)
         assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), event
         assert dt < 2.0, (event, dt)
-
-
-def mempal_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The real ``mempal`` command line, run in the test's environment."""
-    code = "import sys\nfrom mempal.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=60)
 
 
 @pytest.mark.timeout(240)

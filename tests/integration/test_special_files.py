@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mempal.protocol import INVALID_PARAMS
-from tests.conftest import Daemon
+from tests.conftest import Daemon, mempal_cli
 from tests.integration.test_crash import keyword_idle
 from tests.integration.test_files_in_motion import _start_without_root_override, keys, write
 
@@ -189,6 +189,8 @@ def test_a_link_to_dev_zero_in_a_watched_folder_is_skipped_at_every_start(daemon
         assert src["refused_paths"][str(notes / "z.txt")] == "device"
         assert daemon.call("search", {"query": "quartz release train"})["hits"]
         assert daemon.proc is not None and vm_kb(daemon.proc.pid, "VmHWM") < 1_500_000
+    shown = mempal_cli(daemon.env, "status").stdout  # and a person reading status sees them, with their paths
+    assert "not read: 1 device, 1 too_large" in shown and f"{notes / 'z.txt'} (device)" in shown, shown
     skipped = [ln for ln in daemon.logs().splitlines() if '"file_skipped"' in ln and "z.txt" in ln]
     assert len(skipped) == 2, skipped  # logged once per start, not at each of its scans
     healthy(daemon)

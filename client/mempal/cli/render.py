@@ -80,6 +80,11 @@ def status(st: dict[str, Any]) -> str:
             extra += f", {s['errors']} errors (last: {s.get('last_error')})"
         lines.append(f"    {s.get('mode')}: {s.get('path')}{state} - {s.get('files')} files, "
                      f"{s.get('exchanges')} exchanges{backlog}{extra}")
+        if s.get("refused"):  # files the last scan would not read (special files, over the size cap, ...)
+            lines.append("      not read: " + ", ".join(f"{n} {why}" for why, n in sorted(s["refused"].items()))
+                         + "".join(f"\n        {path} ({why})" for path, why in (s.get("refused_paths") or {}).items()))
+        if s.get("skipped"):  # parts of files read but not stored, by reason
+            lines.append("      skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(s["skipped"].items())))
     for w in st.get("warnings", []):
         lines.append(f"  warning: {w}")
     return "\n".join(lines)
