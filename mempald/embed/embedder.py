@@ -124,6 +124,29 @@ def verify_default_model(models_dir: Path) -> list[str]:
     return problems
 
 
+def length_batches(lengths: Sequence[int], max_count: int, token_budget: int) -> list[list[int]]:
+    """Indices of texts (their token counts without [CLS]/[SEP] in ``lengths``) grouped for model calls.
+
+    fastembed pads a batch to its longest text, so the texts are sorted by length first (stable: equal lengths
+    keep their order) and a batch grows while it has at most ``max_count`` texts and at most ``token_budget``
+    padded tokens (texts x the longest, [CLS]/[SEP] included, at most ``MAX_SEQ_LEN`` each). onnxruntime keeps
+    memory for its largest batch, which the budget bounds: a batch of short texts holds many, a batch of long
+    ones few. A text over the budget alone still gets a batch of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        padded = min(lengths[i] + 2, MAX_SEQ_LEN)  # ascending: the longest of the batch so far
+        if cur and (len(cur) >= max_count or (len(cur) + 1) * padded > token_budget):
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
     model_id: str
@@ -181,6 +204,14 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = list(self._model.embed(list(texts), batch_size=batch_size))
         return np.asarray(vecs, dtype=np.float32)
+
+    def embed_by_length(self, texts: Sequence[str], max_count: int, token_budget: int) -> Vectors:
+        """``embed`` with the texts grouped by length (``length_batches``): the same vectors, in the order of
+        ``texts``, without the model's work on padding."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for batch in length_batches(self.count_tokens_batch(texts), max_count, token_budget):
+            out[batch] = self.embed([texts[i] for i in batch], batch_size=len(batch))
+        return out
 
     def release_memory(self) -> bool:
         """Give back the memory onnxruntime's arena keeps for the largest batch so far (about 280 MB after

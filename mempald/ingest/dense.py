@@ -16,18 +16,23 @@ import anyio
 import anyio.to_thread
 
 from mempald import logs
-from mempald.embed.embedder import Embedder, Vectors
+from mempald.embed.embedder import MAX_SEQ_LEN, Embedder, Vectors, length_batches
 from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.store.base import Filters, StoreError
 from mempald.store.gateway import StoreGateway
 
 log = logs.get("dense")
 
-# At most this many texts per model call and per round (bench/backfill.py, bench/PERF_RESULTS.md):
+# Model calls are sized by tokens, not by a count of texts (bench/backfill.py, bench/PERF_RESULTS.md).
 # onnxruntime's CPU arena keeps the peak of the largest batch for the life of the process (32 texts of 256
-# tokens: about 1.5 GB RSS; 8: about 540 MB), throughput on two cores is the same from 4 to 32, and a fresh
-# drawer waits behind at most one round (8 texts: about 0.4 s) instead of 32 (1.6 s).
+# tokens: about 1.5 GB RSS; 8: about 540 MB), and fastembed pads a batch to its longest text. So a round takes
+# up to WINDOW backfill drawers, sorts them by length and embeds them in batches of at most ``batch_size``
+# full-length texts' worth of padded tokens (``batch_size`` x 256: the memory of today's 8 x 256) and at most
+# ``COUNT_FACTOR`` x ``batch_size`` texts. Between two batches a fresh drawer (or a fresh file being read) sends
+# the rest of the window back to the queue, so it waits behind one batch (about 0.4 s), not a window.
 MAX_BATCH = 8
+COUNT_FACTOR = 4
+WINDOW = 64
 
 
 class DenseWorker:
@@ -38,7 +43,8 @@ class DenseWorker:
         self.queue = queue
         self.store = store
         self.embedder = embedder
-        self.batch_size = max(1, min(batch_size, MAX_BATCH))
+        self.batch_size = max(1, min(batch_size, MAX_BATCH))  # full-length texts per model call
+        self.window = WINDOW
         self.limiter = anyio.CapacityLimiter(1)
         self.embedded = 0
         self.started = time.monotonic()
@@ -61,12 +67,13 @@ class DenseWorker:
             if self.hold():
                 await anyio.sleep(0.02)  # a fresh file is being read: it gets the cores first
                 continue
-            ids = self.queue.take(self.batch_size)
+            fresh = self.queue.fresh_waiting()
+            ids = self._take_fresh() if fresh else self.queue.take(self.window)
             if not ids:
                 continue
             self.in_flight = len(ids)
             try:
-                await self._embed_batch(ids)
+                await self._embed_round(ids, yield_to_fresh=not fresh)
             except StoreError as exc:
                 log.warning("dense_store_failed", error=str(exc), drawers=len(ids))
                 for pid in ids:
@@ -78,34 +85,55 @@ class DenseWorker:
                 # Idle now: hand back the memory the model kept for its batches (it grows again if needed).
                 await anyio.to_thread.run_sync(self.embedder.release_memory, limiter=self.limiter)
 
-    def _embed(self, payloads: list[Mapping[str, Any]]) -> Vectors:
+    def _take_fresh(self) -> list[str]:
+        """Only fresh drawers, at most one batch of them: they do not wait for a window of the backfill."""
+        ids: list[str] = []
+        while len(ids) < self.batch_size * COUNT_FACTOR and self.queue.fresh_waiting():
+            ids.extend(self.queue.take(1))
+        return ids
+
+    def _texts(self, payloads: list[Mapping[str, Any]]) -> tuple[list[str], list[list[int]]]:
+        """The texts the model reads (drawer text after as much context as fits) and their batches."""
         texts = [
             self.embedder.with_context(str(p.get("context") or ""), str(p.get("text", "")), self.max_tokens)
             for p in payloads
         ]
-        return self.embedder.embed(texts, batch_size=self.batch_size)
+        batches = length_batches(self.embedder.count_tokens_batch(texts), self.batch_size * COUNT_FACTOR,
+                                 self.batch_size * MAX_SEQ_LEN)
+        return texts, batches
+
+    def _embed(self, texts: list[str]) -> Vectors:
+        return self.embedder.embed(texts, batch_size=len(texts))
 
     async def drain(self) -> int:
         """Embed everything queued now (for one-off tools and benchmarks; the daemon uses ``run``)."""
         done = 0
         while len(self.queue):
-            ids = self.queue.take(self.batch_size)
-            await self._embed_batch(ids)
+            ids = self.queue.take(max(self.window, self.batch_size))
+            await self._embed_round(ids, yield_to_fresh=False)
             done += len(ids)
         return done
 
-    async def _embed_batch(self, ids: list[str]) -> None:
-        t0 = time.monotonic()
+    async def _embed_round(self, ids: list[str], *, yield_to_fresh: bool) -> None:
         points = await self.store.retrieve(ids)
         live = [p for p in points if isinstance(p.payload.get("text"), str)]
         if not live:
             return
-        vecs = await anyio.to_thread.run_sync(self._embed, [p.payload for p in live], limiter=self.limiter)
-        pairs = [(p.id, v.tolist()) for p, v in zip(live, vecs, strict=True)]
-        await self.store.set_dense(pairs)
-        self.embedded += len(live)
-        dt = max(time.monotonic() - t0, 1e-6)
-        inst = len(live) / dt
-        self.rate = inst if self.rate == 0 else 0.8 * self.rate + 0.2 * inst
-
-
+        texts, batches = await anyio.to_thread.run_sync(self._texts, [p.payload for p in live],
+                                                        limiter=self.limiter)
+        left = len(ids)
+        for n, batch in enumerate(batches):
+            if n and yield_to_fresh and (self.queue.fresh_waiting() or self.hold()):
+                rest = [live[i] for b in batches[n:] for i in b]
+                for p in rest:  # back to the queue, in their place: the fresh drawers go first
+                    self.queue.put(p.id, float(p.payload.get("ts") or 0.0), BACKFILL)
+                return
+            t0 = time.monotonic()
+            vecs = await anyio.to_thread.run_sync(self._embed, [texts[i] for i in batch], limiter=self.limiter)
+            await self.store.set_dense([(live[i].id, v.tolist()) for i, v in zip(batch, vecs, strict=True)])
+            self.embedded += len(batch)
+            left -= len(batch)
+            self.in_flight = max(0, left)
+            dt = max(time.monotonic() - t0, 1e-6)
+            inst = len(batch) / dt
+            self.rate = inst if self.rate == 0 else 0.8 * self.rate + 0.2 * inst
