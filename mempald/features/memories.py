@@ -14,6 +14,7 @@ import anyio.to_thread
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, NotFound
+from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
@@ -37,8 +38,10 @@ def wing_for(wing: str | None, cwd: str | None, default: str = "general") -> str
 class Memories:
     def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, embedder: Embedder,
                  ingestor: Ingestor, dense: DenseQueue, machine: str, user: str,
-                 room_keywords: Callable[[], dict[str, list[str]] | None]) -> None:
+                 room_keywords: Callable[[], dict[str, list[str]] | None],
+                 keywords: KeywordReindex | None = None) -> None:
         self.settings = settings
+        self.keywords = keywords
         self.store = store
         self.state = state
         self.embedder = embedder
@@ -115,14 +118,27 @@ class Memories:
 
     async def reindex(self) -> dict[str, Any]:
         """Re-embed every drawer with the configured model; resumable (drawers without a dense vector are found
-        again on restart) and visible in ``status`` as the dense backlog."""
+        again on restart) and visible in ``status`` as the dense backlog. A store whose keyword vectors were
+        made by another tokenizer (and whose dense vectors by this model) has its keyword vectors re-encoded
+        instead, in the background and resumable (``features.keyword_reindex``); its dense vectors stay."""
+        meta = await self.store.get_meta()
+        keywords_stale = self.keywords is not None and self.keywords.stale(meta)
+        model_stale = meta.get("model") != self.embedder.info.model_id or meta.get("dim") != self.embedder.dim
+        n = 0 if keywords_stale and not model_stale else await self._requeue_dense()
+        meta = await self.store.get_meta()
+        meta.update({"model": self.embedder.info.model_id, "dim": self.embedder.dim, "reindexed_at": time.time()})
+        await self.store.set_meta(meta)
+        result: dict[str, Any] = {"queued": n, "model": self.embedder.info.model_id}
+        if self.keywords is not None:
+            result["tokenizer"] = self.keywords.bm25.tokenizer
+            result["keywords_queued"] = await self.keywords.start() if keywords_stale else 0
+        return result
+
+    async def _requeue_dense(self) -> int:
         n = 0
         async for page in self.store.pages(Filters(include_deleted=True)):
             await self.store.clear_dense([pt.id for pt in page])
             for pt in page:
                 self.dense.put(pt.id, float(pt.payload.get("ts") or 0), BACKFILL)
             n += len(page)
-        meta = await self.store.get_meta()
-        meta.update({"model": self.embedder.info.model_id, "dim": self.embedder.dim, "reindexed_at": time.time()})
-        await self.store.set_meta(meta)
-        return {"queued": n, "model": self.embedder.info.model_id}
+        return n

@@ -7,7 +7,9 @@
 ``upsert_fail_while=/path``
     every drawer upsert fails while ``/path`` exists (the test removes it to "free the disk");
 ``set_dense_fail=N``
-    the next ``N`` dense-vector writes fail the same way.
+    the next ``N`` dense-vector writes fail the same way;
+``set_sparse_fail_after=N``
+    the first ``N`` keyword-vector writes succeed, every later one fails (a re-encode stopped mid-way).
 
 Only writes are affected; reads, counts and status keep working, as they would on a full disk. Nothing
 here runs in production: without the variable ``wrap_store`` returns the store untouched.
@@ -40,6 +42,7 @@ class Faults:
     def __init__(self, spec: str) -> None:
         self.counts: dict[str, int] = {}
         self.while_paths: dict[str, Path] = {}
+        self.after: dict[str, int] = {}
         self.injected = 0
         self._lock = threading.Lock()
         for item in filter(None, (s.strip() for s in spec.split(","))):
@@ -47,6 +50,11 @@ class Faults:
             if name in ("upsert_fail", "set_dense_fail"):
                 try:
                     self.counts[name.removesuffix("_fail")] = int(value)
+                except ValueError:
+                    raise FaultSpecError(f"{ENV}: {name} needs a count, got {value!r}") from None
+            elif name == "set_sparse_fail_after":
+                try:
+                    self.after["set_sparse"] = int(value)
                 except ValueError:
                     raise FaultSpecError(f"{ENV}: {name} needs a count, got {value!r}") from None
             elif name == "upsert_fail_while" and value:
@@ -64,6 +72,9 @@ class Faults:
             elif self.counts.get(op, 0) > 0:
                 self.counts[op] -= 1
                 fail = True
+            elif op in self.after:
+                fail = self.after[op] <= 0
+                self.after[op] -= 0 if fail else 1
             if fail:
                 self.injected += 1
         if fail:
@@ -85,6 +96,10 @@ class FaultyStore:
     def set_dense(self, *args: Any, **kwargs: Any) -> Any:
         self.faults.check("set_dense")
         return self._inner.set_dense(*args, **kwargs)
+
+    def set_sparse(self, *args: Any, **kwargs: Any) -> Any:
+        self.faults.check("set_sparse")
+        return self._inner.set_sparse(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

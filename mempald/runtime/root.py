@@ -18,7 +18,7 @@ import anyio.to_thread
 from mempald import logs
 from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
-from mempald.embed.sparse import Bm25Encoder
+from mempald.embed.sparse import META_KEY, Bm25Encoder
 from mempald.errors import ModelMismatch
 from mempald.features.backup import Backup, snapshots_of
 from mempald.features.compress import Compressor
@@ -30,6 +30,7 @@ from mempald.features.filegate import FileGate
 from mempald.features.forget import Forgetter
 from mempald.features.forget_list import Admission, ForgetList
 from mempald.features.importer import Importer
+from mempald.features.keyword_reindex import KeywordReindex
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
 from mempald.features.ledger import TokenLedger
@@ -103,7 +104,8 @@ def open_backends(settings: Settings) -> Backends:
             "run `mempal reindex` to re-embed it, or set embed.model back"
         )
     if not meta:
-        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": 1, "created_at": time.time()})
+        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": 1, "created_at": time.time(),
+                        META_KEY: Bm25Encoder().tokenizer})
     hosted = opened if isinstance(opened, HostedEdgeStore) else None
     try:
         state = State(ddir / "state.sqlite3")
@@ -125,6 +127,7 @@ class Daemon:
         self.store = StoreGateway(backends.store)
         self.hosted = backends.hosted
         bm25 = Bm25Encoder()
+        self.keywords = KeywordReindex(self.store, bm25)  # keyword vectors of another tokenizer re-encoded
         self.files = FileQueue()
         self.dense = DenseQueue()
         self.taxonomy = Taxonomy()
@@ -154,7 +157,7 @@ class Daemon:
         layout = Layout(self.store)
         wakeup = WakeUp(self.settings, self.store, embedder, self.sources)
         memories = Memories(self.settings, self.store, state, embedder, self.ingestor, self.dense, machine, user,
-                            self.taxonomy.current)
+                            self.taxonomy.current, self.keywords)
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
         ledger = TokenLedger(state)
         sessions = SessionBrowser(self.store)
@@ -202,7 +205,7 @@ class Daemon:
     def loops(self) -> list[Loop]:
         """The long-running tasks, each owned by its component (started after the socket is bound)."""
         return [self.events.run, self.ingest_loops.run, self.ingest_loops.run_fresh, self.densifier.run,
-                self.catch_up, self.scanner.run, self.packs.run, self.index.run]
+                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run]
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""

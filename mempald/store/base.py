@@ -133,6 +133,10 @@ class Store(Protocol):
 
     def clear_dense(self, ids: Sequence[str]) -> None: ...
 
+    def set_sparse(self, vectors: Sequence[tuple[str, SparseVec]]) -> None:
+        """Replace the keyword vector of these points (payload and dense vector untouched)."""
+        ...
+
     def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]: ...
 
     def query(

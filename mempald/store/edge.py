@@ -217,6 +217,11 @@ class EdgeStore:
         pv = [qe.PointVectors(id=pid, vector={DENSE: [float(x) for x in v]}) for pid, v in vectors]
         self._update(qe.UpdateOperation.update_vectors(pv))
 
+    def set_sparse(self, vectors: Sequence[tuple[str, SparseVec]]) -> None:
+        if vectors:
+            pv = [qe.PointVectors(id=pid, vector={SPARSE: _sparse(v)}) for pid, v in vectors]
+            self._update(qe.UpdateOperation.update_vectors(pv))
+
     def clear_dense(self, ids: Sequence[str]) -> None:
         if ids:
             self._update(qe.UpdateOperation.delete_vectors(list(ids), [DENSE]))

@@ -59,6 +59,9 @@ class StoreGateway:
     async def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
         await self._run(self.store.set_dense, vectors)  # adds vectors only: counts and facets stay
 
+    async def set_sparse(self, vectors: Sequence[tuple[str, SparseVec]]) -> None:
+        await self._run(self.store.set_sparse, vectors)  # re-encoded keyword vectors: counts and facets stay
+
     async def clear_dense(self, ids: Sequence[str]) -> None:
         await self._run(self.store.clear_dense, ids)
 

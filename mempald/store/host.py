@@ -42,6 +42,7 @@ CALLS: dict[str, Callable[..., Any]] = {
     "set_dense": EdgeStore.set_dense,
     "set_payload": EdgeStore.set_payload,
     "clear_dense": EdgeStore.clear_dense,
+    "set_sparse": EdgeStore.set_sparse,
     "delete": EdgeStore.delete,
     "retrieve": EdgeStore.retrieve,
     "query": EdgeStore.query,
@@ -56,7 +57,7 @@ CALLS: dict[str, Callable[..., Any]] = {
     "index_state": EdgeStore.index_state,
     "snapshot_to": lambda store, dst: store.snapshot_to(Path(dst)),
 }
-WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "delete"})
+WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "set_sparse", "delete"})
 # Phrases of Qdrant Edge errors that mean its files are damaged (not a bad request, not a full disk).
 DAMAGE_MARKS = ("failed to decode", "failed to decompress", "failed to deserialize", "corrupt", "checksum",
                 "no appropriate index", "unexpected end of file", "invalid data", "malformed")

@@ -276,6 +276,9 @@ class HostedEdgeStore:
         if ids:
             self._write("set_payload", list(ids), dict(payload))
 
+    def set_sparse(self, vectors: Sequence[tuple[str, SparseVec]]) -> None:
+        self._write("set_sparse", list(vectors))  # (nothing to write is a no-op there)
+
     def clear_dense(self, ids: Sequence[str]) -> None:
         if ids:
             self._write("clear_dense", list(ids))
@@ -293,9 +296,8 @@ class HostedEdgeStore:
         dense_hits, sparse_hits = self._call("query", dense_list, sparse, filters, limit)
         return list(dense_hits), list(sparse_hits)
 
-    def scroll(
-        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
-    ) -> tuple[list[StoredPoint], str | None]:
+    def scroll(self, filters: Filters, limit: int, offset: str | None = None, *,
+               with_vectors: bool = False) -> tuple[list[StoredPoint], str | None]:
         page, nxt = self._call("scroll", filters, limit, offset, with_vectors=with_vectors)
         return list(page), nxt
 
@@ -387,11 +389,8 @@ async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[s
     new: _Host | None = None
     swapped = False
     try:
-        res = await anyio.run_process(
-            build_command(building),
-            check=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            env=child_env(),
-        )
+        res = await anyio.run_process(build_command(building), check=False, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env())
         if res.returncode != 0:
             tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {res.returncode}"]
             raise StoreError(f"index build failed: {tail[0]}")

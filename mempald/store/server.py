@@ -263,6 +263,13 @@ class ServerStore:
         self._call("set dense vectors", lambda: self._client.update_vectors(self.collection, points=pv, wait=True,
                                                                              timeout=self._timeout))
 
+    def set_sparse(self, vectors: Sequence[tuple[str, SparseVec]]) -> None:
+        if not vectors:
+            return
+        pv = [models.PointVectors(id=pid, vector={SPARSE: sparse_vector(v)}) for pid, v in vectors]
+        self._call("set keyword vectors", lambda: self._client.update_vectors(self.collection, points=pv, wait=True,
+                                                                             timeout=self._timeout))
+
     def clear_dense(self, ids: Sequence[str]) -> None:
         """Drop the dense vector of these points (they stay keyword-searchable until re-embedded)."""
         if not ids:

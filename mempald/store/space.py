@@ -152,7 +152,7 @@ class SpaceGuard:
 class GuardedStore:
     """A store whose writes wait for disk space (``SpaceGuard``); everything else passes through."""
 
-    WRITES = ("upsert", "set_dense", "set_payload", "clear_dense", "delete", "set_meta")
+    WRITES = ("upsert", "set_dense", "set_payload", "clear_dense", "set_sparse", "delete", "set_meta")
 
     def __init__(self, inner: Store, guard: SpaceGuard) -> None:
         self._inner = inner
@@ -173,6 +173,10 @@ class GuardedStore:
     def clear_dense(self, ids: Sequence[str]) -> None:
         self.guard.require("store write")
         self._inner.clear_dense(ids)
+
+    def set_sparse(self, vectors: Sequence[Any]) -> None:
+        self.guard.require("keyword vector write")
+        self._inner.set_sparse(vectors)
 
     def delete(self, filters: Any) -> None:
         self.guard.require("store delete")
