@@ -27,6 +27,9 @@ what failed before), `search` for it.
 the full drawer holds), about 60 tokens each. Then `get` only the drawer ids worth their tokens, and \
 `timeline` one of them for what came before and after it in its session (with an outline of the session). \
 Every answer starts with how many tokens it holds. Write queries in English, with the specific names involved.
+3a. SEARCH IN ENGLISH: the semantic side of search understands English only. Translate a question asked in \
+another language into English before you search, and keep names, identifiers, error strings and quoted words \
+as they were written: keyword search finds Chinese and Japanese words and the parts of code identifiers.
 4. FILES: before you change a file, `file_context` shows what earlier sessions did to it (the PreToolUse hook \
 may already have put this in your context the first time you opened it).
 5. SAVE DECISIONS WITH THEIR REASONS: after a firm decision, `ingest` what was decided and why (alternatives \

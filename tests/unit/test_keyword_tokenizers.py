@@ -78,3 +78,11 @@ def test_set_sparse_replaces_keyword_vectors_only(kind: str, tmp_path: Path) -> 
         store.set_sparse([])
     finally:
         store.close()
+
+
+def test_mcp_instructions_tell_agents_to_search_in_english() -> None:
+    from mempal.mcp_tools import instructions
+
+    for read_only in (False, True):
+        text = instructions(read_only)
+        assert "SEARCH IN ENGLISH" in text and "Translate a question asked in another language" in text

@@ -50,7 +50,12 @@ def purge(_args: argparse.Namespace, r: Any) -> str:
 
 
 def reindex(_args: argparse.Namespace, r: Any) -> str:
-    return f"re-embedding {r['queued']} drawers with {r['model']}; `mempal status --watch` shows progress"
+    dense = f"re-embedding {r['queued']} drawers with {r['model']}; `mempal status --watch` shows progress"
+    if r.get("keywords_queued"):
+        keywords = (f"re-encoding the keyword vectors of {r['keywords_queued']} drawers with the {r['tokenizer']} "
+                    "tokenizer in the background (resumed if the daemon restarts)")
+        return keywords if not r["queued"] else f"{dense}\n{keywords}"
+    return dense
 
 
 def wake_up(_args: argparse.Namespace, r: Any) -> str:
