@@ -330,6 +330,38 @@ class ClientMethods(ClientBase):
             "id": id,
         })
 
+    def kg_query(
+            self,
+            *,
+            op: Literal['query', 'timeline', 'stats'] | None = None,
+            subject: str | None = None,
+            predicate: str | None = None,
+            object: str | None = None,
+            as_of: str | None = None,
+            include_expired: bool | None = None,
+            entity: str | None = None,
+    ) -> dict[str, Any]:
+        """Read the knowledge graph (writes nothing): the facts about a subject, predicate or object (as of a date, or
+        with expired ones), an entity's timeline, or stats. The reading half of `kg`, offered in read-only mode too.
+
+        op: what to read
+        subject: e.g. Kai
+        predicate: e.g. recommends
+        object: e.g. Clerk
+        as_of: ISO date to query at (query)
+        include_expired: include facts no longer valid (query)
+        entity: the entity (timeline)
+        """
+        return self._invoke("kg_query", {
+            "op": op,
+            "subject": subject,
+            "predicate": predicate,
+            "object": object,
+            "as_of": as_of,
+            "include_expired": include_expired,
+            "entity": entity,
+        })
+
     def fact_check(self, text: str, *, today: str | None = None) -> dict[str, Any]:
         """Check a text offline against the knowledge graph: similar-name typos, relations that contradict known facts,
         facts that expired. Use before saving a decision that asserts relationships between people, projects or

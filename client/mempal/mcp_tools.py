@@ -43,8 +43,8 @@ live session (read-only): use it for what the partner is doing now, `search` for
 9. COWORK PUSH: `cowork_push` sends the partner a short handoff, delivered at its next prompt (not real \
 time). Read with peek, send with push, persist decisions with ingest (mention partner input that shaped \
 them). `cowork_drain` reads messages pushed to you when no hook delivered them.
-10. FACTS: `kg` keeps subject-predicate-object facts with validity dates; run `fact_check` on a text that \
-asserts relationships between people, projects or tools before you save it.
+10. FACTS: `kg` keeps subject-predicate-object facts with validity dates (`kg_query` reads them); run \
+`fact_check` on a text that asserts relationships between people, projects or tools before you save it.
 11. DIARY: keep your own observations (what worked, what the user corrected, what to try next) with \
 `ingest` in wing "agent-diary", room = your agent name (claude, codex, ...); read them back with `search` \
 filtered to that wing at the start of a session.
@@ -52,7 +52,7 @@ filtered to that wing at the start of a session.
 
 READ_ONLY_NOTE = """\
 This server is READ-ONLY: the tools that change memory (ingest, delete, forget, cowork_push, cowork_drain, \
-kg, taxonomy) are not offered; ignore the steps above that use them.
+kg, taxonomy) are not offered (`kg_query` reads the knowledge graph); ignore the steps above that use them.
 
 """
 

@@ -26,6 +26,7 @@ class PalaceMethods:
     def handlers(self) -> dict[str, Handler]:
         return {"wake_up": self.wake_up, "recall_room": self.recall_room, "list_wings": self.list_wings,
                 "list_rooms": self.list_rooms, "tunnels": self.tunnels, "taxonomy": self.taxonomy, "kg": self.kg,
+                "kg_query": self.kg_query,
                 "fact_check": self.fact_check}
 
     async def wake_up(self, a: Args) -> Any:
@@ -72,6 +73,10 @@ class PalaceMethods:
             rows = await anyio.to_thread.run_sync(graph.timeline, _required(a, "entity"))
             return {"triples": [t.to_dict() for t in rows]}
         return {"stats": await anyio.to_thread.run_sync(graph.stats)}
+
+    async def kg_query(self, a: Args) -> Any:
+        """``kg``'s reading operations (query, timeline, stats) as a method that writes nothing."""
+        return await self.kg(a)
 
     async def fact_check(self, a: Args) -> Any:
         text = a["text"]

@@ -141,6 +141,15 @@ async def test_shim_against_a_real_daemon(daemon: Daemon, home: Path, tmp_path: 
 
         daemon.wait_for(found_it, timeout=30)
 
+        fact = await session.call_tool("kg", {"op": "add", "subject": "flamingo", "predicate": "stores_money_as",
+                                               "object": "integer cents"})
+        assert not fact.isError, text_of(fact)
+        read = await session.call_tool("kg_query", {"subject": "flamingo"})  # the reading half: op query
+        assert not read.isError and "integer cents" in text_of(read), text_of(read)
+        timeline_kg = await session.call_tool("kg_query", {"op": "timeline", "entity": "flamingo"})
+        assert "stores_money_as" in text_of(timeline_kg)
+        assert (await session.call_tool("kg_query", {"op": "add", "subject": "x"})).isError  # it writes nothing
+
         pushed = await session.call_tool("cowork_push", {"text": "Please review the cents migration."})
         assert not pushed.isError, text_of(pushed)
         self_push = await session.call_tool("cowork_push", {"text": "me", "to": "claude"})
@@ -259,6 +268,7 @@ async def test_every_tool_is_annotated_and_read_only_mode_offers_only_readers(ho
     readers = {t.name for t in TOOLS if not t.method.writes}
     assert {"search", "get", "timeline", "file_context", "status", "wake_up"} <= readers
     assert not {"ingest", "delete", "cowork_push", "cowork_drain", "kg", "taxonomy"} & readers
+    assert {"kg_query", "fact_check"} <= readers  # the graph can still be read
     config = Path(os.environ["MEMPAL_CONFIG_DIR"]) / "config.toml"
     for args, setting in ((("--read-only",), None), ((), "[mcp]\nread_only = true\n")):
         if setting:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mempal.methods.spec import Cli, Method, Param
 
 KG_OPS = ("add", "query", "invalidate", "timeline", "stats")
+KG_READ_OPS = ("query", "timeline", "stats")  # what kg_query may do: it writes nothing
 
 METHODS: tuple[Method, ...] = (
     Method(
@@ -62,6 +63,21 @@ METHODS: tuple[Method, ...] = (
             Param("id", "int", "triple id (invalidate)", lo=0, hi=2**31 - 1),
         ),
         writes=True, cli=("kg",), mcp="kg",
+    ),
+    Method(
+        "kg_query", "Read the knowledge graph (writes nothing): the facts about a subject, predicate or object "
+        "(as of a date, or with expired ones), an entity's timeline, or stats.",
+        (
+            Param("op", "enum", "what to read", default="query", choices=KG_READ_OPS),
+            Param("subject", "str", "e.g. Kai"),
+            Param("predicate", "str", "e.g. recommends"),
+            Param("object", "str", "e.g. Clerk"),
+            Param("as_of", "str", "ISO date to query at (query)"),
+            Param("include_expired", "bool", "include facts no longer valid (query)"),
+            Param("entity", "str", "the entity (timeline)"),
+        ),
+        mcp="kg_query",
+        help="The reading half of `kg`, offered in read-only mode too.",
     ),
     Method(
         "fact_check", "Check a text offline against the knowledge graph: similar-name typos, relations that "
