@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         from mempald.ops.repair import main_repair
 
         return main_repair(as_json=args.json)
-    if args.command in ("migrate", "restore", "pack", "pack-prune"):
+    if args.command in ("migrate", "restore", "pack", "pack-prune", "bench"):
         return offline.run(args)
     from mempald.runtime.app import main_run
 
