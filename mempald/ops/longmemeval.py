@@ -8,7 +8,9 @@ The file is the LongMemEval_S layout: a JSON list of questions, each with ``ques
 Each question gets a wing of its own holding its haystack: every user turn with the assistant turns that follow
 it is one exchange (what the transcript adapters make of a chat), stamped with its session's date; the
 question is asked verbatim in its wing, with "now" at ``question_date``, and every hit is kept
-(``min_relevance`` 0: a benchmark ranks, it does not cut). Sessions are ranked by their best drawer.
+(``min_relevance`` 0: a benchmark ranks, it does not cut); the wing is then deleted, so the store never holds
+more than one haystack. Sessions are ranked by their best drawer. The full LongMemEval_S (500 questions of
+about 50 sessions) embeds well over a hundred thousand exchanges: ``--limit N`` runs the first N.
 
 Reported the way MemPalace (R@5 96.6) and mempal (R@5 0.966, R@10 0.982) report LongMemEval: session
 ``R@k`` is recall-any (the question counts as found when any answer session is in the first k sessions), with
@@ -205,6 +207,7 @@ async def run(path: Path, *, limit: int | None = None, threads: int = 0, models_
             await daemon.densifier.drain()
             hits = await daemon.searcher.search(SearchRequest(q.text, limit=50, filters=Filters(wing=(wing,)),
                                                               options=opts, now=q.now))
+            await daemon.store.delete(Filters(wing=(wing,), include_deleted=True))  # the store stays one haystack
             drawers = _unique([str(h["exchange_key"]) for h in hits])
             sessions = _unique([session_of[k] for k in drawers if k in session_of])
             ev = set().union(*(evidence.get(s, set()) for s in gold)) if evidence else set()
