@@ -209,7 +209,7 @@ whatever the verdict: a failed verification (``report.ok`` false) means the next
 def _copy_meta(src: Store, dst: Store) -> None:
     src_meta = src.get_meta()
     dst_meta = dst.get_meta()
-    for key in ("model", "dim"):
+    for key in ("model", "dim", "tokenizer"):  # tokenizer: what made the keyword vectors (embed/sparse.py)
         have, want = dst_meta.get(key), src_meta.get(key)
         if have is not None and want is not None and have != want:
             raise StoreError(

@@ -86,3 +86,22 @@ def test_mcp_instructions_tell_agents_to_search_in_english() -> None:
     for read_only in (False, True):
         text = instructions(read_only)
         assert "SEARCH IN ENGLISH" in text and "Translate a question asked in another language" in text
+
+
+def test_migrate_refuses_a_target_whose_keywords_another_tokenizer_made(tmp_path: Path) -> None:
+    from mempald.ops.migrate import migrate
+    from mempald.store.base import StoreError
+    from mempald.store.server import ServerStore
+
+    src = ServerStore(":memory:", 8)
+    dst = ServerStore(":memory:", 8, collection="other")
+    try:
+        src.upsert(corpus())
+        src.set_meta({"model": "m", "dim": 8, "tokenizer": DEFAULT_TOKENIZER})
+        dst.set_meta({"model": "m", "dim": 8, "tokenizer": ENGLISH})
+        with pytest.raises(StoreError, match="tokenizer 'english'"):
+            migrate(src, dst)
+        assert dst.count(Filters(include_deleted=True)) == 0
+    finally:
+        src.close()
+        dst.close()
