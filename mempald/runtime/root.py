@@ -184,6 +184,7 @@ class Daemon:
         importer = Importer(self.settings, self.store, self.state, bm25, self.dense)
         # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
         self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
+        self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), importer,
                            Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)))
