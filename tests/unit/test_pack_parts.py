@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mempald.features.pack.chunking import SourceFile, chunk_file, is_own_output, parse_blocks
-from mempald.features.pack.cluster import choose_k_range, cluster, dedup
+from mempald.features.pack.cluster import choose_k_range, cluster, cosine_silhouette, dedup
 from mempald.features.pack.facts import candidates, fact_score, is_vague, select_facts
 from mempald.features.pack.importance import importance_scores
 from mempald.features.pack.labels import label_clusters
@@ -281,3 +281,22 @@ def test_shortfall_is_stated_in_the_header() -> None:
     assert r.header.shortfall is not None
     assert "> Compression target 6:1 not met" in render_single(r)
     assert r.to_json()["header"]["target_met"] is False
+
+
+def test_cosine_silhouette_is_its_definition() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((23, 6))
+    labels = np.array([i % 4 for i in range(22)] + [4])  # cluster 4 has one point: it scores 0
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    scores = []
+    for i in range(len(x)):
+        d = [1.0 - float(unit[i] @ unit[j]) for j in range(len(x))]
+        own = [d[j] for j in range(len(x)) if labels[j] == labels[i] and j != i]
+        if not own:
+            scores.append(0.0)
+            continue
+        a = sum(own) / len(own)
+        b = min(sum(d[j] for j in range(len(x)) if labels[j] == c) / int(np.sum(labels == c))
+                for c in set(labels.tolist()) if c != labels[i])
+        scores.append((b - a) / max(a, b))
+    assert abs(cosine_silhouette(x, labels) - sum(scores) / len(scores)) < 1e-12

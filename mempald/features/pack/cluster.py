@@ -3,11 +3,13 @@
 MiniLM reads at most 256 tokens (with [CLS] and [SEP]), so a chunk longer than ``EMBED_WINDOW`` is embedded
 as windows whose vectors are averaged, weighted by length: the whole chunk counts, not just its opening.
 Everything here is deterministic: fixed ``random_state`` and ``n_init``, ties broken by document order.
+k-means (k-means++ seeding with greedy trials, Lloyd iterations, the best of ``n_init`` runs by inertia) and
+the cosine silhouette are numpy, as scikit-learn computes them (its default KMeans and ``silhouette_score``
+with ``metric="cosine"``), without installing scikit-learn and scipy (160 MB) for them.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -118,6 +120,90 @@ def choose_k_range(n_points: int, n_distinct: int) -> range:
     return range(MIN_K, hi + 1) if hi >= MIN_K else range(0)
 
 
+def kmeans(x: np.ndarray, k: int, seed: int, n_init: int, max_iter: int = 300) -> np.ndarray:
+    """Labels of the best of ``n_init`` k-means runs (lowest inertia; ties: the earliest run), computed as
+    scikit-learn's ``KMeans(n_clusters=k, random_state=seed, n_init=n_init).fit_predict`` does: data centred,
+    one random stream for every run, k-means++ seeding, Lloyd until the labels stop moving or the centres
+    move less than 1e-4 of the mean variance."""
+    rng = np.random.RandomState(seed)
+    x = x - x.mean(axis=0)
+    n = len(x)
+    sq = np.einsum("ij,ij->i", x, x)
+    tol = 1e-4 * float(np.mean(np.var(x, axis=0)))
+    best: tuple[float, np.ndarray] | None = None
+    for _ in range(n_init):
+        centers = _kmeans_pp(x, sq, k, rng)
+        labels = np.full(n, -1, dtype=np.int64)
+        converged = False
+        for _it in range(max_iter):
+            new_labels = np.argmin(np.einsum("ij,ij->i", centers, centers)[None, :] - 2.0 * (x @ centers.T), axis=1)
+            new = centers.copy()
+            for j in range(k):
+                members = new_labels == j
+                if members.any():
+                    new[j] = x[members].sum(axis=0) / members.sum()
+            empty = [j for j in range(k) if not (new_labels == j).any()]
+            if empty:  # an empty cluster takes the point farthest from its centre
+                far = np.argsort(-np.sum((x - centers[new_labels]) ** 2, axis=1), kind="stable")
+                for j, i in zip(empty, far, strict=False):
+                    new[j] = x[i]
+            shift = float(np.sum((new - centers) ** 2))
+            centers = new
+            if np.array_equal(new_labels, labels):
+                converged = True
+                break
+            labels = new_labels
+            if shift <= tol:
+                break
+        if not converged:
+            labels = np.argmin(np.einsum("ij,ij->i", centers, centers)[None, :] - 2.0 * (x @ centers.T), axis=1)
+        inertia = float(np.sum((x - centers[labels]) ** 2))
+        if best is None or inertia < best[0]:
+            best = (inertia, labels)
+    assert best is not None
+    return best[1]
+
+
+def _kmeans_pp(x: np.ndarray, sq: np.ndarray, k: int, rng: np.random.RandomState) -> np.ndarray:
+    """k-means++ seeding, greedy: each new centre is the best of 2 + log(k) candidates drawn by D^2."""
+    n = len(x)
+    trials = 2 + int(np.log(k))
+    centers = np.empty((k, x.shape[1]), dtype=x.dtype)
+    first = int(rng.choice(n, p=np.full(n, 1.0 / n)))
+    centers[0] = x[first]
+    d2 = np.maximum(sq + sq[first] - 2.0 * (x @ x[first]), 0.0)
+    pot = float(d2.sum())
+    for c in range(1, k):
+        draws = rng.uniform(size=trials) * pot
+        cand = np.minimum(np.searchsorted(np.cumsum(d2), draws), n - 1)
+        dc = np.maximum(sq[cand][:, None] + sq[None, :] - 2.0 * (x[cand] @ x.T), 0.0)
+        dc = np.minimum(d2[None, :], dc)
+        pots = dc.sum(axis=1)
+        pick = int(np.argmin(pots))
+        centers[c] = x[cand[pick]]
+        d2, pot = dc[pick], float(pots[pick])
+    return centers
+
+
+def cosine_silhouette(x: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette with cosine distance (a point alone in its cluster scores 0)."""
+    unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    dist = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+    np.fill_diagonal(dist, 0.0)
+    ids = np.unique(labels)
+    onehot = (labels[:, None] == ids[None, :]).astype(np.float64)
+    sizes = onehot.sum(axis=0)
+    sums = dist @ onehot  # (n, clusters): summed distance from each point to each cluster
+    own = np.searchsorted(ids, labels)
+    own_size = sizes[own]
+    a = sums[np.arange(len(x)), own] / np.maximum(own_size - 1, 1)
+    other = sums / sizes[None, :]
+    other[np.arange(len(x)), own] = np.inf
+    b = other.min(axis=1)
+    s = np.where(own_size > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-12), 0.0)
+    return float(np.mean(s))
+
+
 def cluster(vecs: Vectors, order: Sequence[tuple[int, int]]) -> Clustering:
     """k-means on unit vectors for each candidate k, keeping the best cosine silhouette (ties: smaller k)."""
     n = vecs.shape[0]
@@ -125,20 +211,14 @@ def cluster(vecs: Vectors, order: Sequence[tuple[int, int]]) -> Clustering:
     ks = choose_k_range(n, distinct)
     if not ks:
         return Clustering(tuple([0] * n), 1 if n else 0, None, ())
-    from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.metrics import silhouette_score
-
     best: tuple[float, int, np.ndarray] | None = None
     scores: list[tuple[int, float]] = []
     x = vecs.astype(np.float64)
     for k in ks:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            labels = KMeans(n_clusters=k, random_state=RANDOM_STATE, n_init=N_INIT).fit_predict(x)
+        labels = kmeans(x, k, RANDOM_STATE, N_INIT)
         if len(set(labels.tolist())) < 2:
             continue
-        score = float(silhouette_score(x, labels, metric="cosine"))
+        score = cosine_silhouette(x, labels)
         scores.append((k, round(score, 4)))
         if best is None or score > best[0] + 1e-9:
             best = (score, k, labels)
