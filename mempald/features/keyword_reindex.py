@@ -43,6 +43,7 @@ class KeywordReindex:
         self.bm25 = bm25
         self._wake = anyio.Event()
         self.done = 0  # drawers re-encoded by this process
+        self.warning = ""  # for status: the keyword vectors are another tokenizer's and no re-encode is running
 
     def stale(self, meta: dict[str, Any]) -> bool:
         return recorded_tokenizer(meta) != self.bm25.tokenizer
@@ -63,6 +64,8 @@ class KeywordReindex:
         if PENDING_KEY not in meta and meta and self.stale(meta):
             log.warning("keyword_tokenizer_stale", recorded=recorded_tokenizer(meta), current=self.bm25.tokenizer,
                         message="keyword vectors were made by another tokenizer: run `mempal reindex`")
+            self.warning = (f"keyword vectors were made by the {recorded_tokenizer(meta)!r} tokenizer, new text is "
+                            f"encoded with {self.bm25.tokenizer!r}: run `mempal reindex` to re-encode them")
         while True:
             meta = await self.store.get_meta()
             if PENDING_KEY in meta:
@@ -76,6 +79,7 @@ class KeywordReindex:
         offset = job.get("offset") if job.get("to") == self.bm25.tokenizer else None
         done = int(job.get("done") or 0) if offset else 0
         log.info("keyword_reindex_started", tokenizer=self.bm25.tokenizer, resumed_at=done)
+        self.warning = ""
         while True:
             page, nxt = await self._retry(self.store.scroll, Filters(include_deleted=True), PAGE, offset)
             vectors = await anyio.to_thread.run_sync(self._encode, page)

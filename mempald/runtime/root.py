@@ -149,7 +149,7 @@ class Daemon:
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
                                    ingestor=self.ingestor, index=self.index, machine=machine,
-                                   space=backends.space, hosted=self.hosted)
+                                   space=backends.space, hosted=self.hosted, keywords=self.keywords)
         self.kg = KnowledgeGraph(state.conn, lock=state.lock)
         self.kg.ensure_schema()
         self.inbox = CoworkInbox(state.conn, lock=state.lock)

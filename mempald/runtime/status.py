@@ -12,6 +12,7 @@ import anyio.to_thread
 from mempald import __version__
 from mempald.config import data_dir
 from mempald.embed.embedder import Embedder
+from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.dense import DenseWorker
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import DenseQueue, FileQueue
@@ -29,7 +30,7 @@ class StatusReport:
     def __init__(self, *, store: StoreGateway, state: State, embedder: Embedder, sources: SourceSet,
                  scanner: Scanner, files: FileQueue, dense: DenseQueue, densifier: DenseWorker, ingestor: Ingestor,
                  index: IndexMaintainer, machine: str, space: SpaceGuard | None = None,
-                 hosted: HostedEdgeStore | None = None) -> None:
+                 hosted: HostedEdgeStore | None = None, keywords: KeywordReindex | None = None) -> None:
         self.store = store
         self.state = state
         self.embedder = embedder
@@ -43,6 +44,7 @@ class StatusReport:
         self.machine = machine
         self.space = space  # the disk-space guard (None: a store on a server)
         self.hosted = hosted  # the embedded store's process (it says when its files look damaged)
+        self.keywords = keywords  # keyword vectors of another tokenizer (it says so until reindex runs)
         self.started_at = time.time()
         self.ready = False
         self._store_cache: tuple[int, float, tuple[int, dict[str, int], dict[str, int]]] | None = None
@@ -128,11 +130,14 @@ class StatusReport:
         }
 
     def _health_warnings(self) -> list[str]:
-        """A full disk (ingest paused), damaged store files, damaged text in the state database."""
+        """A full disk (ingest paused), damaged store files, damaged text in the state database, keyword vectors
+        of another tokenizer."""
         out = [self.space.check()] if self.space is not None else []
         if self.hosted is not None:
             out.append(self.hosted.damaged)
         out.append(self.state.damaged)
+        if self.keywords is not None:
+            out.append(self.keywords.warning)
         return out
 
 

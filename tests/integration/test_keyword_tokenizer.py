@@ -137,6 +137,7 @@ def test_reindex_reencodes_an_old_tokenizers_keywords_only_and_survives_a_kill(d
     # detected at start; reindex re-encodes keyword vectors only; the first page is written, then writes fail
     daemon.start(extra_env={"MEMPAL_FAULTS": "set_sparse_fail_after=1"})
     daemon.wait_for(lambda: "keyword_tokenizer_stale" in daemon.logs())
+    assert any("run `mempal reindex`" in w for w in daemon.call("status")["warnings"])  # status says so too
     res = daemon.call("reindex")
     assert res["queued"] == 0 and res["keywords_queued"] == len(before) and res["tokenizer"] == DEFAULT_TOKENIZER
     daemon.wait_for(lambda: "keyword_reindex_retry" in daemon.logs())
@@ -156,6 +157,7 @@ def test_reindex_reencodes_an_old_tokenizers_keywords_only_and_survives_a_kill(d
     # a plain restart finishes it
     daemon.start()
     daemon.wait_for(lambda: "keyword_reindex_done" in daemon.logs())
+    assert not any("tokenizer" in w for w in daemon.call("status")["warnings"])
     assert found(keyword_hits(daemon, "死锁"), "死锁")
     assert found(keyword_hits(daemon, "parse config"), "parseConfigFile")
     daemon.stop()
