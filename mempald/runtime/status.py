@@ -57,7 +57,7 @@ class StatusReport:
     async def _store_figures(self, busy: bool) -> tuple[int, dict[str, int], dict[str, int]]:
         """Drawer count and wing/room facets. Exact facets cost tens of ms at 100k drawers and would queue
         behind the store's other work, so they are cached and recomputed only after a write; while the daemon
-        is backfilling (``busy``) the cached figures are served for up to a second, or longer while the store is
+        is reading files (``busy``) the cached figures are served for up to a second, or longer while the store is
         in use. When nothing is queued they are always exact."""
         cached = self._store_cache
         writes = self.store.writes
@@ -87,9 +87,11 @@ class StatusReport:
         missing = len(self.dense) + self.densifier.in_flight
         file_backlog = len(self.files) + self.files.active
         scans = self.scanner.scans_done
-        busy = bool(missing or file_backlog)
-        total, wings, rooms = await self._store_figures(busy)
-        cursors, counters = await self._state_figures(busy)
+        # Cached figures only while files are being read: once none is queued the counts must be exact (a
+        # dense backlog alone changes no count, and its writes do not invalidate the store figures anyway).
+        reading = bool(file_backlog)
+        total, wings, rooms = await self._store_figures(reading)
+        cursors, counters = await self._state_figures(reading)
         pending = set(self.files.pending())
         sources = []
         for s in self.sources:
