@@ -5,10 +5,15 @@ the session date is the drawer's timestamp; questions are asked verbatim, filter
 "now" set to the conversation's last session date. Gold = normalised evidence ids.
 
     python bench/locomo.py [--data PATH] [--limit N] [--json PATH] [--store DIR] [--set OPTION=VALUE ...]
+                           [--folds K]
 
 ``--store DIR`` keeps the ingested and embedded store in DIR and reuses it on later runs (ingest + embedding
 take about two minutes on two cores); it is rebuilt when the data file or the ingest settings change.
 ``--set`` overrides a ``SearchOptions`` field for the run (e.g. ``--set neighbour_decay=0``).
+``--folds K`` tunes nothing: it also reports every metric, overall and per category, on each of K folds of the
+conversations in file order (consecutive blocks: 2 folds of the 10 are conversations 0-4 and 5-9, 5 folds are
+pairs), so a default can be checked on data it was not chosen on (``bench/locomo_ablate.py`` does that for every
+default of the ranking pipeline).
 
 The data file is CC BY-NC 4.0: it is read by path (default ../shared/bench/locomo/locomo10.json), never
 copied into this repository.
@@ -17,6 +22,7 @@ copied into this repository.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -25,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +52,7 @@ from mempald.normalize.model import Exchange  # noqa: E402
 from mempald.runtime.root import Backends, Daemon  # noqa: E402
 from mempald.search import ranking  # noqa: E402
 from mempald.search.ranking import SearchOptions  # noqa: E402
-from mempald.search.searcher import SearchRequest  # noqa: E402
+from mempald.search.searcher import Searcher, SearchRequest  # noqa: E402
 from mempald.state.db import State  # noqa: E402
 from mempald.store.base import Filters  # noqa: E402
 from mempald.store.edge import EdgeStore  # noqa: E402
@@ -166,12 +172,13 @@ def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
 INGEST_VERSION = 1  # bump when the ingest side of this benchmark changes (drawer text, context, embedding)
 
 
-def _fingerprint(data: Path) -> dict[str, Any]:
+def _fingerprint(data: Path, tag: str = "") -> dict[str, Any]:
     st = data.stat()
-    return {"data": str(data.resolve()), "size": st.st_size, "mtime": st.st_mtime, "version": INGEST_VERSION}
+    out = {"data": str(data.resolve()), "size": st.st_size, "mtime": st.st_mtime, "version": INGEST_VERSION}
+    return out | ({"ingest": tag} if tag else {})
 
 
-def _open_work(args: argparse.Namespace) -> tuple[Path, bool]:
+def _open_work(args: argparse.Namespace, tag: str = "") -> tuple[Path, bool]:
     """The work folder and whether it already holds a complete store for this data file."""
     if args.store is None:
         return Path(tempfile.mkdtemp(prefix="locomo-")), False
@@ -179,7 +186,7 @@ def _open_work(args: argparse.Namespace) -> tuple[Path, bool]:
     marker = work / "locomo-ingested.json"
     if marker.is_file():
         try:
-            if json.loads(marker.read_text()) == _fingerprint(args.data):
+            if json.loads(marker.read_text()) == _fingerprint(args.data, tag):
                 return work, True
         except ValueError:
             pass
@@ -243,57 +250,100 @@ async def run(args: argparse.Namespace, *, aaak_mode: bool = False) -> dict[str,
             shutil.rmtree(work, ignore_errors=True)
 
 
-async def _measure(args: argparse.Namespace, samples: list[Sample], work: Path, reuse: bool, chars: tuple[int, int],
-                   aaak_mode: bool) -> dict[str, Any]:
-    embedder = Embedder(models_dir=work / "models", threads=args.threads)
+Row = tuple[int, int, dict[str, float]]  # (conversation index, category, scores)
+
+
+@contextlib.asynccontextmanager
+async def components(work: Path, threads: int = 0) -> AsyncIterator[Daemon]:
+    """The daemon's own components, built by its composition root over an in-process store in ``work``; no
+    loops run."""
+    embedder = Embedder(models_dir=work / "models", threads=threads)
     store = EdgeStore(work / "store", embedder.dim, ranker=ranking.rank)
     state = State(work / "state.sqlite3")
-    # The daemon's own components, built by its composition root over this in-process store; no loops run.
     settings = parse_settings({"ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
                                "store": {"machine": "bench"},
                                "embed": {"batch_size": 8}, "sources": {"claude_projects": "", "codex_sessions": ""}},
                               env={})
     daemon = Daemon(settings, Backends(embedder, store, None, state))
-    ingestor, densifier, searcher = daemon.ingestor, daemon.densifier, daemon.searcher
-    densifier.batch_size = 64  # the benchmark embeds offline: bigger batches, same vectors
-    opts = _options(args)
-
-    rows: list[tuple[int, dict[str, float]]] = []
-    latencies: list[float] = []
-    remaining: int | None = args.limit
-    t_ingest = 0.0
+    daemon.densifier.batch_size = 64  # the benchmark embeds offline: bigger batches, same vectors
     try:
-        for sample in samples:
-            if remaining is not None and remaining <= 0:
-                break
-            known = {e.key for e in sample.exchanges}
-            qs = [(q, gold_ids(q.get("evidence", []), known)) for q in sample.questions]
-            qs = [(q, g) for q, g in qs if g]
-            if remaining is not None:
-                qs = qs[:remaining]
-                remaining -= len(qs)
-            t0 = time.perf_counter()
-            if not reuse:
-                await _ingest(ingestor, densifier, sample)
-            t_ingest += time.perf_counter() - t0
-            for q, gold in qs:
-                t1 = time.perf_counter()
-                hits = await searcher.search(SearchRequest(str(q["question"]), limit=50,
-                                                           filters=Filters(wing=(sample.sample_id,)), options=opts,
-                                                           now=sample.now))
-                latencies.append((time.perf_counter() - t1) * 1000)
-                ranked = [h["exchange_key"] for h in hits]
-                rows.append((int(q.get("category", 0)), score_question(ranked, gold)))
-            print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
+        yield daemon
     finally:
         store.close()
         state.close()
-    if args.store is not None and not reuse and remaining is None:
+
+
+def questions(samples: list[Sample], limit: int | None) -> list[list[tuple[dict[str, Any], list[str]]]]:
+    """Per conversation, its questions with evidence and their gold turn ids (the first ``limit`` in all)."""
+    out = []
+    remaining = limit
+    for sample in samples:
+        known = {e.key for e in sample.exchanges}
+        qs = [(q, g) for q in sample.questions if (g := gold_ids(q.get("evidence", []), known))]
+        if remaining is not None:
+            qs = qs[:max(0, remaining)]
+            remaining -= len(qs)
+        out.append(qs)
+    return out
+
+
+async def ask(searcher: Searcher, samples: list[Sample], asked: list[list[tuple[dict[str, Any], list[str]]]],
+              opts: SearchOptions, latencies: list[float] | None = None) -> list[Row]:
+    """Every question searched in its conversation's wing (50 hits), scored against its gold turns."""
+    rows: list[Row] = []
+    for n, (sample, qs) in enumerate(zip(samples, asked, strict=True)):
+        for q, gold in qs:
+            t1 = time.perf_counter()
+            hits = await searcher.search(SearchRequest(str(q["question"]), limit=50,
+                                                       filters=Filters(wing=(sample.sample_id,)), options=opts,
+                                                       now=sample.now))
+            if latencies is not None:
+                latencies.append((time.perf_counter() - t1) * 1000)
+            rows.append((n, int(q.get("category", 0)), score_question([h["exchange_key"] for h in hits], gold)))
+    return rows
+
+
+def fold_of(index: int, total: int, folds: int) -> int:
+    """Fold of the ``index``-th of ``total`` conversations: consecutive blocks (2 folds of 10: 0-4 and 5-9)."""
+    return index * folds // total
+
+
+def summary(rows: list[Row], samples: list[Sample], folds: int = 0) -> dict[str, Any]:
+    """Every metric overall and per category; with ``folds``, the same for each fold of the conversations."""
+    def block(part: list[Row]) -> dict[str, Any]:
+        return {"overall": aggregate([r for _, _, r in part]),
+                "per_category": {str(c): aggregate([r for _, cat, r in part if cat == c]) for c in CATEGORIES}}
+
+    out = block(rows)
+    if folds:
+        out["folds"] = [{"fold": f + 1, "conversations": [s.sample_id for i, s in enumerate(samples)
+                                                          if fold_of(i, len(samples), folds) == f],
+                         **block([r for r in rows if fold_of(r[0], len(samples), folds) == f])}
+                        for f in range(folds)]
+    return out
+
+
+async def _measure(args: argparse.Namespace, samples: list[Sample], work: Path, reuse: bool, chars: tuple[int, int],
+                   aaak_mode: bool) -> dict[str, Any]:
+    opts = _options(args)
+    asked = questions(samples, args.limit)
+    latencies: list[float] = []
+    t0 = time.perf_counter()
+    async with components(work, args.threads) as daemon:
+        if not reuse:
+            for sample, qs in zip(samples, asked, strict=True):
+                if args.limit is None or qs:
+                    await _ingest(daemon.ingestor, daemon.densifier, sample)
+        t_ingest = time.perf_counter() - t0
+        rows = await ask(daemon.searcher, samples, asked, opts, latencies)
+    for sample, qs in zip(samples, asked, strict=True):
+        if args.limit is None or qs:
+            print(f"  {sample.sample_id}: {len(sample.exchanges)} turns, {len(qs)} questions", file=sys.stderr)
+    if args.store is not None and not reuse and args.limit is None:
         (work / "locomo-ingested.json").write_text(json.dumps(_fingerprint(args.data)))
     lat = sorted(latencies)
     return {
-        "overall": aggregate([r for _, r in rows]),
-        "per_category": {str(c): aggregate([r for cat, r in rows if cat == c]) for c in CATEGORIES},
+        **summary(rows, samples, args.folds),
         "latency_ms": {
             "p50": round(lat[len(lat) // 2], 2) if lat else 0.0,
             "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 2) if lat else 0.0,
@@ -312,7 +362,8 @@ async def _ingest(ingestor: Ingestor, densifier: DenseWorker, sample: Sample) ->
     await densifier.drain()
 
 
-def table(res: dict[str, Any]) -> str:
+def metrics_table(res: dict[str, Any]) -> list[str]:
+    """Overall and per-category rows of every metric."""
     cols = ("questions", *METRICS)
     head = f"{'':<14}" + "".join(f"{c:>18}" for c in cols)
     lines = [head]
@@ -321,8 +372,16 @@ def table(res: dict[str, Any]) -> str:
     for name, m in rows:
         lines.append(f"{name:<14}" + "".join(
             f"{int(m[c]):>18}" if c == "questions" else f"{m[c]:>18.3f}" for c in cols))
+    return lines
+
+
+def table(res: dict[str, Any]) -> str:
+    lines = metrics_table(res)
     lines.append(f"latency ms: p50 {res['latency_ms']['p50']}  p95 {res['latency_ms']['p95']}   "
                  f"ingest+embed {res['ingest_s']} s")
+    for fold in res.get("folds", []):
+        lines += ["", f"fold {fold['fold']}/{len(res['folds'])}: {', '.join(fold['conversations'])}",
+                  *metrics_table(fold)]
     return "\n".join(lines)
 
 
@@ -337,9 +396,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the ingested store in DIR and reuse it on later runs (rebuilt if the data changes)")
     ap.add_argument("--set", action="append", metavar="OPTION=VALUE", help="override a SearchOptions field")
     ap.add_argument("--plain", action="store_true", help="fusion only: no temporal, neighbour, session, dedup")
+    ap.add_argument("--folds", type=int, default=0, metavar="K",
+                    help="also report every metric on each of K folds of the conversations (consecutive blocks)")
     ap.add_argument("--aaak", action="store_true",
                     help="also index AAAK-compressed turns and print both tables (the dialect is lossy)")
     args = ap.parse_args(argv)
+    if args.folds < 0 or args.folds == 1:
+        ap.error("--folds K needs K >= 2")
     if not args.data.is_file():
         print(f"no LoCoMo data at {args.data}; pass --data PATH", file=sys.stderr)
         return 2

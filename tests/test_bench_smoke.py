@@ -43,3 +43,70 @@ def test_benchmarks_smoke(tmp_path: Path) -> None:
         if data.get("benchmark") != name:
             failures.append(f"{name}: JSON names benchmark {data.get('benchmark')!r}")
     assert not failures, "\n\n".join(failures)
+
+
+def _conversation(sample_id: str, who: tuple[str, str], fact: str, question: str, category: int) -> dict[str, object]:
+    """One conversation in the LoCoMo layout (written for this test): a fact, a reply, and a question on it."""
+    a, b = who
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": a, "speaker_b": b,
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": a, "dia_id": "D1:1", "text": fact},
+                {"speaker": b, "dia_id": "D1:2", "text": "That sounds great, tell me more next time."},
+            ],
+            "session_2_date_time": "10:00 am on 20 June, 2023",
+            "session_2": [{"speaker": b, "dia_id": "D2:1", "text": "I repainted the kitchen a pale green."}],
+        },
+        "qa": [{"question": question, "answer": "x", "evidence": ["D1:1"], "category": category},
+               {"question": f"What colour is {b}'s kitchen?", "answer": "green", "evidence": ["D2:1"],
+                "category": 4}],
+    }
+
+
+TWO_CONVERSATIONS = [
+    _conversation("tiny-a", ("Ana", "Ben"), "I adopted a grey cat called Pixel.", "What is Ana's cat called?", 4),
+    _conversation("tiny-b", ("Cleo", "Dev"), "I started learning the cello in March.", "What does Cleo play?", 1),
+]
+
+
+@pytest.mark.timeout(300)
+def test_locomo_folds_and_ablation_smoke(tmp_path: Path) -> None:
+    """``bench/locomo.py --folds 2`` reports every metric per fold (conversation 0, conversation 1) and per
+    category, and the default output stays as it is; ``bench/locomo_ablate.py`` re-ranks one variant on the
+    same store and prints its table."""
+    data = tmp_path / "two.json"
+    data.write_text(json.dumps(TWO_CONVERSATIONS))
+    store, out = tmp_path / "store", tmp_path / "folds.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--store",
+                           str(store), "--folds", "2", "--json", str(out)], capture_output=True, text=True, cwd=REPO,
+                          timeout=200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert [f["conversations"] for f in res["folds"]] == [["tiny-a"], ["tiny-b"]]
+    metrics = {"turn_recall@5", "turn_recall@10", "session_recall@5", "session_recall@10", "recall_any@5",
+               "ndcg@10", "mrr", "questions"}
+    for fold in res["folds"]:
+        assert set(fold["overall"]) == metrics
+        assert fold["overall"]["questions"] == 2
+        assert set(fold["per_category"]) == {"1", "2", "3", "4", "5"}
+    assert res["folds"][0]["per_category"]["4"]["questions"] == 2  # both of tiny-a's questions are single-hop
+    assert res["folds"][1]["per_category"]["1"]["questions"] == 1
+    assert res["overall"]["questions"] == 4
+    assert "fold 1/2: tiny-a" in proc.stdout and "fold 2/2: tiny-b" in proc.stdout
+    plain = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--store",
+                            str(store)], capture_output=True, text=True, cwd=REPO, timeout=200)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert "fold" not in plain.stdout and "overall" in plain.stdout  # without --folds, the table it always printed
+
+    abl = tmp_path / "ablate.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "locomo_ablate.py"), "--data", str(data), "--store",
+                           str(store), "--only", "candidates", "--json", str(abl)], capture_output=True,
+                          text=True, cwd=REPO, timeout=200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(abl.read_text())["results"]
+    assert set(runs) == {"defaults", "candidates=50", "candidates=200"}
+    assert runs["defaults"]["overall"] == res["overall"]  # the same store and options give the same figures
+    assert "| candidates | 50 |" in proc.stdout and "| candidates | 200 |" in proc.stdout
