@@ -16,7 +16,7 @@ import pytest
 
 from mempald.embed.embedder import Embedder, assemble_default_model
 from mempald.features.pack import PackResult, load_pack, pack_directory, prune_pack, render_single, write_pack
-from mempald.features.pack.run import _embed_fn
+from mempald.features.pack.run import pack_embed
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "pack_corpus" / "notes"
 
@@ -29,7 +29,7 @@ class RealModel:
         from tokenizers import Tokenizer
 
         self._embedder = Embedder(models_dir=folder, threads=2)
-        self._embed = _embed_fn(self._embedder)
+        self._embed = pack_embed(self._embedder)
         self._tok: Any = Tokenizer.from_file(str(assemble_default_model(folder) / "tokenizer.json"))
         self._tok.no_truncation()
         self._tok.no_padding()

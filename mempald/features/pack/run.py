@@ -20,7 +20,7 @@ PACK_COUNT = 32
 PACK_TOKENS = 8 * MAX_SEQ_LEN
 
 
-def _embed_fn(embedder: Embedder) -> EmbedFn:
+def pack_embed(embedder: Embedder) -> EmbedFn:
     def embed(texts: Sequence[str]) -> Vectors:
         return embedder.embed_by_length(texts, PACK_COUNT, PACK_TOKENS)
     return embed
@@ -45,7 +45,7 @@ def run_pack(
     token_budget: int = 0,
 ) -> dict[str, Any]:
     """Pack ``root`` into ``out`` (blocking); prune to ``token_budget`` when given."""
-    embed = _embed_fn(embedder)
+    embed = pack_embed(embedder)
     try:
         result = pack_directory(root, embed=embed, count_tokens=embedder.count_tokens, chunk_size=chunk_size,
                                 compression_target=compression_target, topic=topic)
@@ -76,7 +76,7 @@ def run_prune(
     try:
         result, plan = prune_pack(pack, count_tokens=embedder.count_tokens, max_tokens=max_tokens,
                                   min_importance=min_importance, similarity_threshold=similarity_threshold,
-                                  merge=merge, embed=_embed_fn(embedder))
+                                  merge=merge, embed=pack_embed(embedder))
     finally:
         _settle(embedder)
     out: dict[str, Any] = {"plan": plan.describe(), "tokens_before": plan.tokens_before,
