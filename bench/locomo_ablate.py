@@ -177,7 +177,8 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
         edge = daemon.store.store
         memo = Memo(edge)
         kept = work / "ablate-memo.pickle"  # the store's answers and the query vectors, for the next pass
-        if reuse and kept.is_file():
+        loaded = reuse and kept.is_file()
+        if loaded:
             cache, memo.answers, memo.points = pickle.loads(kept.read_bytes())
 
         def cached(text: str) -> np.ndarray:
@@ -192,7 +193,7 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
             with constants(v.constants if v else None):
                 rows = await locomo.ask(daemon.searcher, samples, asked, opts)
             out[key] = locomo.summary(rows, samples, args.folds)
-            if key == runs[0][0] or key == runs[-1][0]:
+            if not loaded and key in (runs[0][0], runs[-1][0]):
                 kept.write_bytes(pickle.dumps((cache, memo.answers, memo.points)))
             print(f"  {key}: turn R@10 {out[key]['overall']['turn_recall@10']:.4f} "
                   f"session R@10 {out[key]['overall']['session_recall@10']:.4f}", file=sys.stderr)

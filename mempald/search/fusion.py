@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -53,14 +53,14 @@ __all__ = [
 ]
 
 DEFAULT_DEPTH = 100
-"""Candidates fetched from each list before fusion (LoCoMo turn R@10: 71.7 at 10, 72.5 at 30,
-73.1 at 50, 74.0 at 100 for two-list min-max; full pipeline 78.4 at 50 vs 79.2 at 100)."""
+"""Candidates fetched from each list before fusion.  Issue 24 ablation (2 folds of LoCoMo conversations, see
+``bench/RESEARCH_locomo.md``): 100 beats 50 on both folds and every large category; 200 does not beat 100."""
 
-DEFAULT_DENSE_WEIGHT = 0.3
-"""Weight of the dense list in two-list fusion; the sparse list gets ``1 - dense_weight``.
-
-MiniLM is much weaker than BM25 on conversational recall (dense alone 46.1 vs BM25 71.4 turn R@10
-with context indexing), so it gets less weight: w=0.5 71.3, w=0.4 72.8, w=0.3 73.1, w=0.2 72.9."""
+DEFAULT_DENSE_WEIGHT = 0.4
+"""Weight of the dense list in two-list fusion; the sparse list gets ``1 - dense_weight``.  MiniLM alone is far
+weaker than BM25 on conversation (dense only 0.557 vs BM25 only 0.772 turn R@10).  Issue 24 ablation: 0.3 (the
+old default) did not beat equal weights on the first fold; 0.4 beats 0.5, 0.3 on average, and BM25 alone on both
+folds and every large category."""
 
 DEFAULT_LIST_WEIGHTS = (0.3, 0.7, 0.35, 0.15)
 """Weights for :func:`fuse_lists` over ``[dense(with context), sparse(with context), sparse(turn
@@ -69,37 +69,34 @@ about equal but lifts MRR 0.465 -> 0.553 and NDCG@10 0.528 -> 0.589: the context
 exchange, the bare copy says which turn of it answers."""
 
 DEFAULT_NEIGHBOUR_DECAY = 0.8
-"""Share of a hit's score given to the drawer just *before* it in its session (0 disables).
+"""Share of a hit's score given to the drawer just *before* it in its session (0 disables): a drawer is indexed
+with the one before it, so a hit that matched through its context points back at it.  Off, turn R@10 falls
+0.023 / 0.021 on the two folds (multi-hop -0.066, temporal -0.046)."""
 
-First round (symmetric, two-list base): 73.9 -> 75.7 (0.3), 76.9 (0.5), 77.7 (0.7) turn R@10;
-radius 2 adds nothing, so radius defaults to 1.  Second round: making it asymmetric (0.8 backward,
-:data:`DEFAULT_NEIGHBOUR_FORWARD` forward instead of 0.7 both ways) lifts MRR 0.474 -> 0.548 and
-NDCG@10 0.533 -> 0.585 at equal recall (turn R@10 0.785 -> 0.788): a drawer is indexed with the
-one before it, so a hit that matched through its context points back at the turn before it."""
+DEFAULT_NEIGHBOUR_FORWARD = 0.0
+"""Share of a hit's score given to the drawer just *after* it, whatever the hit says (0: none).  Issue 24
+ablation: the old 0.4 lost to 0 on the second fold and on every large category; the turn after a hit is lifted
+only when the hit asks something (:data:`DEFAULT_QUESTION_FORWARD`)."""
 
-DEFAULT_NEIGHBOUR_FORWARD = 0.4
-"""Share of a hit's score given to the drawer just *after* it.  Backward/forward on LoCoMo
-(turn R@10, MRR): 0.7/0.7 0.785/0.474, 0.8/0.4 0.788/0.548, 1.0/0.4 0.789/0.544, 0.8/0.2
-0.783/0.546, 0.8/0 0.781/0.545, 0.4/0.8 (reversed) 0.774/0.401."""
+DEFAULT_QUESTION_FORWARD = 0.6
+"""Share of a hit's score given to the drawer after it when the hit asks something (a question mark in its
+text): the answer to a question is the turn that follows it (issue 24; see ``bench/RESEARCH_locomo.md``)."""
 
 DEFAULT_SPREAD_AFTER = 10
-"""Hits below this rank are re-ordered so each new session's best hit comes first
-(:func:`spread_sessions`); the first 10 are untouched.  Session R@10 over a 50-hit list
-+0.3 (0.938 -> 0.941); turn R@10 unchanged by construction."""
+"""Hits below this rank are re-ordered so each new session's best hit comes first (:func:`spread_sessions`);
+the first 10 are untouched.  Session R@10 +0.003 / +0.004 on the two folds."""
 
-DEFAULT_SESSION_WEIGHT = 0.2
-"""Share of the session's strength added to each of its drawers (0 disables); +1.0 turn R@10 on
-top of the other steps (78.2 -> 79.2)."""
+DEFAULT_SESSION_WEIGHT = 0.0
+"""Share of the session's strength added to each of its drawers (0: off, the default).  Issue 24 ablation: 0.2
+(the old default) gained turn R@10 on both folds but lost on multi-hop questions and session R@10 on the second
+fold, so it does not hold; kept as an option."""
 
 DEFAULT_SESSION_TOP = 3
 """How many of a session's best drawer scores make up its strength in :func:`session_boost`."""
 
-DEFAULT_TEMPORAL_BOOST = 1.0
-"""Relative boost for drawers stamped inside the query's date window (0 disables).  Only ~16% of
-LoCoMo questions carry date words.  First round: 0.3 gave +0.7 turn R@10 (78.5 -> 79.2).  Second
-round, with the other defaults: 0.3 / 0.6 / 1.0 / 2.0 -> turn R@10 0.788 / 0.792 / 0.794 / 0.795,
-the same order on both halves of the conversations (even 0.800 -> 0.808, odd 0.774 -> 0.779 from
-0.3 to 1.0); 1.0 (a match doubles its score) is where the curve flattens."""
+DEFAULT_TEMPORAL_BOOST = 0.5
+"""Relative boost for drawers stamped inside the query's date window (0 disables).  Issue 24 ablation: 0.5 beats
+0 on both folds and every large category; the old 1.0 did not beat 0.5 on the second fold."""
 
 DEFAULT_DEDUP_THRESHOLD = 0.9
 """Word-set Jaccard above which a lower-ranked drawer is dropped as a near-duplicate.  Neutral on
@@ -200,6 +197,8 @@ def neighbour_boost(
     decay: float = DEFAULT_NEIGHBOUR_DECAY,
     radius: int = 1,
     forward_decay: float | None = None,
+    questions: Collection[str] = (),
+    question_forward: float = 0.0,
 ) -> Ranked:
     """Lift the drawers next to each hit: a drawer gets ``base + max(gain)`` over its neighbours.
 
@@ -212,10 +211,13 @@ def neighbour_boost(
     ``positions`` maps a drawer id to ``(session_key, position)``; drawers that are not in it are
     neither boosted nor propagate.  Neighbours absent from ``ranked`` (score 0) are pulled in when
     a hit next to them is strong: this is how a hit expands to its exchange.
+
+    A hit in ``questions`` (a drawer that asks something) gives the drawer after it at least
+    ``question_forward``: the answer to a question is the turn that follows it.
     """
     base = _scores(ranked)
     fwd = decay if forward_decay is None else forward_decay
-    if (decay <= 0 and fwd <= 0) or radius <= 0:
+    if (decay <= 0 and fwd <= 0 and question_forward <= 0) or radius <= 0:
         return _sorted(base)
     at: dict[tuple[Hashable, int], str] = {pos: key for key, pos in positions.items()}
     out = dict(base)
@@ -224,8 +226,9 @@ def neighbour_boost(
         if pos is None or score <= 0:
             continue
         sess, p = pos
+        ahead = max(fwd, question_forward) if key in questions else fwd
         for d in range(1, radius + 1):
-            for q, share in ((p - d, decay), (p + d, fwd)):
+            for q, share in ((p - d, decay), (p + d, ahead)):
                 if share <= 0:
                     continue
                 nb = at.get((sess, q))

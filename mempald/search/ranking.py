@@ -3,16 +3,17 @@
 Pure apart from its store calls, so it runs wherever the store is: in the store's own process for the
 daemon's embedded store (``mempald.store.host``), on the store's worker thread otherwise.
 
-Pipeline (each step and its default chosen by the retrieval benchmark, see ``mempald.search.fusion`` and
-``bench/locomo.py``):
+Pipeline (each default kept only where its gain holds on both halves of LoCoMo's conversations, see
+``mempald.search.fusion`` and ``bench/locomo_ablate.py``):
 1. one batched store query: ``candidates`` dense hits and ``candidates`` BM25 hits under the filters;
    drawers are indexed with the drawer before them in their session (``context``);
 2. min-max normalised score fusion with ``dense_weight`` (plain RRF measured worse);
 3. temporal cue: drawers stamped inside the window a query's date words name get a soft boost;
-4. neighbours: a strong hit lifts the drawers next to it in its session (fetched when not among the
-   candidates), so a hit expands to its exchange; the drawer before a hit gets more than the one after
-   (a drawer is indexed with the one before it, so a context match points back);
-5. session strength: drawers of sessions with several good hits rise;
+4. neighbours: a strong hit lifts the drawer before it in its session (a drawer is indexed with the one
+   before it, so a context match points back) and, when the hit asks something, the drawer after it (the
+   answer follows its question); neighbours of the top hits are fetched when not among the candidates;
+5. session strength (off by default: it failed the fold check, ``bench/RESEARCH_locomo.md``): drawers of
+   sessions with several good hits rise;
 6. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
 7. near-identical hits are de-duplicated (checked until ``limit`` hits are kept);
 8. relevance: each hit kept gets one calibrated score (``fusion.relevance``, a probability) from its dense
@@ -38,7 +39,7 @@ HIT_FIELDS = (
     "wing", "room", "memory_type", "source_kind", "source_path", "session_id", "agent", "timestamp",
     "position", "exchange_key", "chunk_index", "importance", "title", "cwd", "git_branch", "machine", "kind",
 )
-NEIGHBOUR_HITS = 10  # how many top hits fetch their missing neighbours
+NEIGHBOUR_HITS = 5  # how many top hits fetch their missing neighbours
 IDF_SAMPLE = 24  # sparse hits whose vectors are read to recover the IDF of the query's terms
 
 
@@ -51,6 +52,7 @@ class SearchOptions:
     temporal_boost: float = fusion.DEFAULT_TEMPORAL_BOOST
     neighbour_decay: float = fusion.DEFAULT_NEIGHBOUR_DECAY  # to the drawer before a hit
     neighbour_forward: float = fusion.DEFAULT_NEIGHBOUR_FORWARD  # to the drawer after a hit
+    question_forward: float = fusion.DEFAULT_QUESTION_FORWARD  # to the drawer after a hit that asks something
     session_weight: float = fusion.DEFAULT_SESSION_WEIGHT
     session_top: int = fusion.DEFAULT_SESSION_TOP
     dedup_threshold: float = fusion.DEFAULT_DEDUP_THRESHOLD
@@ -88,11 +90,14 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
         stamps = {i: datetime.fromtimestamp(float(p.get("ts") or 0), UTC) for i, p in payloads.items() if p.get("ts")}
         ranked = fusion.temporal_boost(ranked, stamps, window, opts.temporal_boost)
 
-    if (opts.neighbour_decay > 0 or opts.neighbour_forward > 0) and ranked:
+    asks: set[str] = set()
+    if _neighbours_on(opts) and ranked:
         _add_neighbours(store, ranked[:NEIGHBOUR_HITS], payloads, filters)
         positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
+        asks = {i for i, _ in ranked if _asks(payloads[i])}
         ranked = fusion.neighbour_boost(
-            ranked, _adjacent(positions), opts.neighbour_decay, forward_decay=opts.neighbour_forward
+            ranked, _adjacent(positions), opts.neighbour_decay, forward_decay=opts.neighbour_forward,
+            questions=asks, question_forward=opts.question_forward,
         )
     positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
     if opts.session_weight > 0:
@@ -104,9 +109,18 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
         texts = {i: str(payloads[i].get("text", "")) for i, _ in head}
         ranked = fusion.dedup(head, texts, opts.dedup_threshold, keep=limit) + ranked[limit * 5 :]
     top = ranked[:limit]
-    rel = _relevance(store, request, [i for i, _ in top], sparse_hits, raw_dense, positions)
+    rel = _relevance(store, request, [i for i, _ in top], sparse_hits, raw_dense, positions, asks)
     return [hit_dict(i, s, payloads[i], raw_dense.get(i), raw_sparse.get(i), rel.get(i))
             for i, s in top if rel.get(i, _NO_EVIDENCE)["relevance"] >= opts.min_relevance]
+
+
+def _neighbours_on(opts: SearchOptions) -> bool:
+    return opts.neighbour_decay > 0 or opts.neighbour_forward > 0 or opts.question_forward > 0
+
+
+def _asks(payload: Mapping[str, Any]) -> bool:
+    """Whether a drawer asks something (its text holds a question mark): the drawer after it is its answer."""
+    return "?" in str(payload.get("text", ""))
 
 
 _NO_EVIDENCE = {"dense": 0.0, "keyword": 0.0, "rarity": 0.0, "relevance": 0.0}
@@ -116,7 +130,8 @@ Evidence = dict[str, float]
 
 
 def _relevance(store: Store, request: RankRequest, ids: list[str], sparse_hits: list[Hit],
-               raw_dense: Mapping[str, float], positions: Mapping[str, tuple[Hashable, int]]) -> dict[str, Evidence]:
+               raw_dense: Mapping[str, float], positions: Mapping[str, tuple[Hashable, int]],
+               asks: set[str]) -> dict[str, Evidence]:
     """Each hit's evidence (dense cosine, keyword coverage and rarity) and calibrated relevance."""
     if not ids:
         return {}
@@ -124,14 +139,15 @@ def _relevance(store: Store, request: RankRequest, ids: list[str], sparse_hits: 
     adjacent = _adjacent(positions)
     at = {pos: i for i, pos in adjacent.items()}
     shares: dict[str, list[tuple[str, float]]] = {}
-    if opts.neighbour_decay > 0 or opts.neighbour_forward > 0:
+    if _neighbours_on(opts):
         for i in ids:
             pos = adjacent.get(i)
             if pos is None:
                 continue
             sess, n = pos
-            for other, share in ((at.get((sess, n + 1)), opts.neighbour_decay),
-                                 (at.get((sess, n - 1)), opts.neighbour_forward)):
+            before = at.get((sess, n - 1))
+            forward = max(opts.neighbour_forward, opts.question_forward) if before in asks else opts.neighbour_forward
+            for other, share in ((at.get((sess, n + 1)), opts.neighbour_decay), (before, forward)):
                 if other is not None and share > 0:
                     shares.setdefault(i, []).append((other, share))
     sample = sparse_hits[:IDF_SAMPLE]

@@ -259,3 +259,22 @@ def test_keyword_evidence_and_relevance() -> None:
     assert relevance(0.2, 0.0, 0.0) < relevance(0.6, 0.0, 0.0) < relevance(0.6, 1.0, 1.5) < 1.0
     assert relevance(0.2, 1.0, 2.5) > relevance(0.2, 0.0, 0.0)
     assert relevance(-1.0, 0.0, 0.0) >= 0.0 and relevance(1.0, 1.0, RARITY_CAP) <= 1.0
+
+
+def test_neighbour_boost_gives_the_answer_after_a_question_its_own_share() -> None:
+    # s1t1 asks something: the drawer after it (its answer) gets question_forward instead of forward_decay.
+    out = dict(neighbour_boost([("s1t1", 1.0)], POS, decay=0.8, forward_decay=0.4, questions={"s1t1"},
+                               question_forward=0.8))
+    assert out["s1t2"] == pytest.approx(0.8)
+    assert out["s1t0"] == pytest.approx(0.8)  # the drawer before keeps its share
+    # a hit that asks nothing keeps the plain forward share; question_forward never lowers it
+    plain = dict(neighbour_boost([("s1t1", 1.0)], POS, decay=0.8, forward_decay=0.4, questions={"s2t0"},
+                                 question_forward=0.8))
+    assert plain["s1t2"] == pytest.approx(0.4)
+    low = dict(neighbour_boost([("s1t1", 1.0)], POS, decay=0.8, forward_decay=0.4, questions={"s1t1"},
+                               question_forward=0.1))
+    assert low["s1t2"] == pytest.approx(0.4)
+    # with every share at 0 save the question one, only a question's answer is lifted
+    only_q = dict(neighbour_boost([("s1t1", 1.0)], POS, decay=0.0, forward_decay=0.0, questions={"s1t1"},
+                                  question_forward=0.5))
+    assert only_q == {"s1t1": 1.0, "s1t2": pytest.approx(0.5)}
