@@ -1,10 +1,10 @@
 """``mempal pack`` on a folder of real markdown: wall time, and the daemon's RSS before, at peak and after.
 
-    python bench/pack.py [--files 40] [--kb 300] [--smoke] [--json PATH] [--keep] [--in-process]
+    python bench/pack.py [--n 40] [--kb 300] [--smoke] [--json PATH] [--keep] [--in-process]
 
 The folder is cut from real markdown (this repository's README, docs and notes, and the shared fixtures'
 documents and aider chat logs when ``../shared`` is there): the texts are split at their headings and dealt
-into ``--files`` files up to ``--kb`` KB in all. A real daemon is started, its idle RSS taken once it has
+into ``--n`` files up to ``--kb`` KB in all. A real daemon is started, its idle RSS taken once it has
 settled, then ``pack`` is called over the socket (as ``mempal pack`` does) and timed; RSS is sampled meanwhile
 and read again when it returns (after a second, and after ten). ``--in-process`` also times ``run_pack`` in
 this process, without the socket.
