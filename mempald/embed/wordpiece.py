@@ -7,7 +7,7 @@ normalizing with alignments and building the encoding, not WordPiece itself. For
 ASCII whitespace, which the normalizer keeps and the pre-tokenizer splits on. A piece of printable ASCII with
 no special token in it is words (runs of letters and digits) and single punctuation marks, each worth its
 WordPiece pieces, worked out once and kept; any other piece (non-ASCII, control characters, "[CLS]"...) is
-counted by the tokenizer itself, and kept too. ``tests/unit/test_wordpiece.py`` checks the counts against
+counted by the tokenizer itself, and kept too. ``tests/unit/embed/test_wordpiece.py`` checks the counts against
 the tokenizer on real transcripts and on generated text.
 """
 

@@ -4,7 +4,7 @@
 ``[REDACTED:github_token]`` and counts them by type. The rules (``redact_rules``) aim at shapes that are secrets
 with near certainty (fixed prefixes, the places only a secret goes, key=value context, PEM armour) so ordinary
 prose, UUIDs, git SHAs, hashes, public keys and placeholders survive untouched: measured on a labelled set in
-tests/unit/test_redact_precision.py (every secret caught, no look-alike redacted). Base64 ``data:`` URIs
+tests/unit/text/test_redact_precision.py (every secret caught, no look-alike redacted). Base64 ``data:`` URIs
 (pasted images) are left alone: they are not credentials and a random run inside them could otherwise look
 like one.
 

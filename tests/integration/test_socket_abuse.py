@@ -227,7 +227,7 @@ def test_too_many_clients_get_a_limit_error(daemon: Daemon) -> None:
         for s in held:  # make sure all three are counted as clients
             assert "result" in ask(s, req("ping"))
         # All three wait idle: a fourth takes the place of the one idle longest, which gets the limit error (a
-        # newcomer is refused only when every client is mid-request: tests/unit/test_server_limits.py).
+        # newcomer is refused only when every client is mid-request: tests/unit/runtime/test_server_limits.py).
         with connect(daemon) as extra:
             assert "result" in ask(extra, req("ping"))
             reply = json.loads(read_line(held[0]))

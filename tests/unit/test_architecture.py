@@ -103,6 +103,19 @@ def test_no_module_is_much_over_400_lines() -> None:
     assert not big, "\n".join(big)
 
 
+def test_unit_tests_mirror_the_packages() -> None:
+    """tests/unit/<package>/ holds the tests of mempald.<package> (``client``: the mempal package); only tests
+    of the whole (this file) and of top-level modules stay at tests/unit."""
+    packages = {p.name for p in (REPO / "mempald").iterdir() if (p / "__init__.py").is_file()} | {"client"}
+    folders = {p.name for p in (REPO / "tests" / "unit").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders <= packages, folders - packages
+    for folder in folders:
+        assert (REPO / "tests" / "unit" / folder / "__init__.py").is_file(), folder
+    top = {p.stem.removeprefix("test_") for p in (REPO / "tests" / "unit").glob("test_*.py")}
+    modules = {p.stem for p in (REPO / "mempald").glob("*.py")}
+    assert top - {"architecture"} <= modules, top - modules
+
+
 def test_the_wheel_installs_exactly_two_import_packages(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                           "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=300)

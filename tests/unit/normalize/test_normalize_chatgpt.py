@@ -12,7 +12,7 @@ import pytest
 from mempald.normalize.chatgpt import SOURCE_KIND, parse_document
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, Exchange, NormalizeError
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from mempald.embed.sparse import DEFAULT_TOKENIZER, ENGLISH, TOKENIZERS, Bm25Encoder, pretokenize
 from mempald.store.base import Filters
-from tests.unit.test_store_contract import BACKENDS, corpus, make_store
+from tests.unit.store.test_store_contract import BACKENDS, corpus, make_store
 
 ZH = "迁移订单表的时候出现了死锁问题，需要重新设计索引"
 JA = "昨日、東京でデータベースの移行作業を行いました"

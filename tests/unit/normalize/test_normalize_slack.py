@@ -12,7 +12,7 @@ import pytest
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, Exchange, NormalizeError
 from mempald.normalize.slack import SOURCE_KIND, parse_export, render_mrkdwn, strip_tokens
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 
 
 def export_files(name: str) -> dict[str, bytes]:

@@ -13,8 +13,8 @@ import pytest
 from mempald.normalize.claude_ai import SOURCE_KIND, parse_document
 from mempald.normalize.model import NormalizeError
 
-SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "claude_ai"
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "claude_ai"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 
 
 def load(name: str) -> bytes:

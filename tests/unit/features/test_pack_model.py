@@ -18,7 +18,7 @@ from mempald.embed.embedder import Embedder, assemble_default_model
 from mempald.features.pack import PackResult, load_pack, pack_directory, prune_pack, render_single, write_pack
 from mempald.features.pack.run import pack_embed
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "pack_corpus" / "notes"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "pack_corpus" / "notes"
 
 
 class RealModel:

@@ -11,7 +11,7 @@ import pytest
 from mempald.normalize.gemini import SOURCE_KIND, parse_document
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, NormalizeError
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 
 
 def session(name: str) -> bytes:

@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 from mempald.embed.embedder import assemble_default_model
 from mempald.embed.wordpiece import WordPieceCounter
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "formats"
+FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "formats"
 
 
 @pytest.fixture(scope="module")

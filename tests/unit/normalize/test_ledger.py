@@ -19,8 +19,8 @@ from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.ledger import FOLDED, SKIPPED, STORED, Ledger
 from mempald.normalize.model import Line
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
-SAMPLES = Path(__file__).resolve().parents[1] / "fixtures"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
+SAMPLES = Path(__file__).resolve().parents[2] / "fixtures"
 DOCS = {"PROVENANCE.md", "SCHEMAS.md", "HOOKS_MCP.md", "README.md"}
 
 

@@ -22,7 +22,7 @@ from mempald.runtime.service import (
 )
 from mempald.runtime.service_files import LAUNCHD_LABEL, UNIT_NAME, render_launchd_plist, render_systemd_unit
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 class FakeRunner:

@@ -11,7 +11,7 @@ import pytest
 from mempald.normalize.aider import SOURCE_KIND, parse_document
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, Exchange
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from mempald.normalize.codex import SOURCE_KIND, parse_lines, session_meta
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, Line
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 ROLLOUT = "localpush_redacted_rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"
 
 

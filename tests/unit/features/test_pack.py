@@ -26,7 +26,7 @@ from mempald.features.pack import (
 )
 from mempald.features.pack.chunking import LIST_ITEM
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "pack_corpus" / "notes"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "pack_corpus" / "notes"
 DIM = 384
 _STOP_WORDS = (
     "a an the and or but if of to in on at for by with from as is are was were be been it its this "

@@ -10,7 +10,7 @@ import pytest
 
 from mempald.normalize.detect import detect_bytes, detect_dir
 
-FORMATS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "formats"
+FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 LAYOUT = "claude_code/projects_layout/-home-USER-projects-spotter-worktrees-spotter-4te"
 
 EXPECTED = {
@@ -49,7 +49,7 @@ def test_real_samples(rel: str, kind: str | None) -> None:
 
 
 def test_claude_ai_samples() -> None:
-    samples = Path(__file__).resolve().parents[1] / "fixtures" / "claude_ai"
+    samples = Path(__file__).resolve().parents[2] / "fixtures" / "claude_ai"
     for name in ("conversations.json", "conversations-0001.json", "web_api_conversation.json"):
         data = (samples / name).read_bytes()
         assert detect_bytes(data) == "claude_ai"
