@@ -263,7 +263,10 @@ class EdgeStore:
         return [_to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
 
     def count(self, filters: Filters) -> int:
-        return int(self._shard.count(qe.CountRequest(filter=build_filter(filters), exact=True)))
+        flt = build_filter(filters)
+        # With no condition the shard knows its point count (the "estimate" is the sum of its segments' live
+        # points: exact); an exact count walks every point (15 ms at 100k, once per search for the IDF's N).
+        return int(self._shard.count(qe.CountRequest(filter=flt, exact=flt is not None)))
 
     def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]:
         resp = self._shard.facet(qe.FacetRequest(key=key, limit=limit, exact=True, filter=build_filter(filters)))
