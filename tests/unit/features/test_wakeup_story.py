@@ -59,7 +59,7 @@ async def palace(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Daem
     daemon = Daemon(settings, Backends(embedder, store, None, state))
     try:
         for rel in FILES:
-            path = FORMATS / rel
+            path = (FORMATS / rel).resolve()  # as the daemon's entry points give paths (the sources are resolved)
             source = daemon.sources.source_for(path)
             assert source is not None, rel
             await daemon.ingestor.ingest_path(path, source, BACKFILL)
