@@ -127,6 +127,8 @@ def resolve_sources(settings: Settings) -> list[Source]:
         root = Path(raw).expanduser()
         if fmt == "codex" and not root.is_dir():
             continue
+        if root.is_dir():  # as watched folders are: a ~/.claude linked elsewhere owns the paths hooks send
+            root = root.resolve()
         out.append(Source(f"{fmt}:{root}", root, "convos", fmt))
         seen.add(root)
     for spec in settings.sources.watch:
