@@ -26,17 +26,13 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from locomo import CATEGORIES, DEFAULT_DATA, _ingest, aggregate, gold_ids, load, score_question  # noqa: E402
 
-from mempald.config import parse_settings  # noqa: E402
-from mempald.embed.embedder import Embedder  # noqa: E402
 from mempald.embed.sparse import TOKENIZERS, Bm25Encoder  # noqa: E402
 from mempald.ingest.drawers import index_text  # noqa: E402
-from mempald.runtime.root import Backends, Daemon  # noqa: E402
-from mempald.search import ranking  # noqa: E402
+from mempald.ops.bench_palace import open_bench_palace  # noqa: E402
+from mempald.runtime.root import Daemon  # noqa: E402
 from mempald.search.ranking import SearchOptions  # noqa: E402
 from mempald.search.searcher import Searcher, SearchRequest  # noqa: E402
-from mempald.state.db import State  # noqa: E402
 from mempald.store.base import Filters  # noqa: E402
-from mempald.store.edge import EdgeStore  # noqa: E402
 
 
 async def reencode(daemon: Daemon, bm25: Bm25Encoder) -> int:
@@ -50,14 +46,8 @@ async def reencode(daemon: Daemon, bm25: Bm25Encoder) -> int:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     samples = load(args.data)
     work = Path(tempfile.mkdtemp(prefix="tokenizers-"))
-    embedder = Embedder(models_dir=work / "models", threads=args.threads)
-    store = EdgeStore(work / "store", embedder.dim, ranker=ranking.rank)
-    state = State(work / "state.sqlite3")
-    settings = parse_settings({"ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
-                               "store": {"machine": "bench"}, "embed": {"batch_size": 8},
-                               "sources": {"claude_projects": "", "codex_sessions": ""}}, env={})
-    daemon = Daemon(settings, Backends(embedder, store, None, state))
-    daemon.densifier.batch_size = 64
+    palace = open_bench_palace(work, threads=args.threads)
+    daemon, embedder = palace.daemon, palace.embedder
     out: dict[str, Any] = {}
     try:
         asked: list[tuple[str, str, int, list[str], Any]] = []
@@ -88,8 +78,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             o = out[name]["overall"]
             print(f"  {name}: turn R@10 {o['turn_recall@10']:.4f}", file=sys.stderr)
     finally:
-        store.close()
-        state.close()
+        palace.close()
         shutil.rmtree(work, ignore_errors=True)
     return out
 

@@ -42,20 +42,16 @@ import anyio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mempald.config import parse_settings  # noqa: E402
-from mempald.embed.embedder import Embedder  # noqa: E402
 from mempald.ingest.dense import DenseWorker  # noqa: E402
 from mempald.ingest.drawers import SourceInfo  # noqa: E402
 from mempald.ingest.ingestor import Ingestor  # noqa: E402
 from mempald.ingest.queues import BACKFILL  # noqa: E402
 from mempald.normalize.model import Exchange  # noqa: E402
-from mempald.runtime.root import Backends, Daemon  # noqa: E402
-from mempald.search import ranking  # noqa: E402
+from mempald.ops.bench_palace import open_bench_palace  # noqa: E402
+from mempald.runtime.root import Daemon  # noqa: E402
 from mempald.search.ranking import SearchOptions  # noqa: E402
 from mempald.search.searcher import Searcher, SearchRequest  # noqa: E402
-from mempald.state.db import State  # noqa: E402
 from mempald.store.base import Filters  # noqa: E402
-from mempald.store.edge import EdgeStore  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -257,20 +253,12 @@ Row = tuple[int, int, dict[str, float]]  # (conversation index, category, scores
 async def components(work: Path, threads: int = 0) -> AsyncIterator[Daemon]:
     """The daemon's own components, built by its composition root over an in-process store in ``work``; no
     loops run."""
-    embedder = Embedder(models_dir=work / "models", threads=threads)
-    store = EdgeStore(work / "store", embedder.dim, ranker=ranking.rank)
-    state = State(work / "state.sqlite3")
-    settings = parse_settings({"ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
-                               "store": {"machine": "bench"},
-                               "embed": {"batch_size": 8}, "sources": {"claude_projects": "", "codex_sessions": ""}},
-                              env={})
-    daemon = Daemon(settings, Backends(embedder, store, None, state))
-    daemon.densifier.batch_size = 64  # the benchmark embeds offline: bigger batches, same vectors
+    palace = open_bench_palace(work, threads=threads)
+    daemon = palace.daemon
     try:
         yield daemon
     finally:
-        store.close()
-        state.close()
+        palace.close()
 
 
 def questions(samples: list[Sample], limit: int | None) -> list[list[tuple[dict[str, Any], list[str]]]]:

@@ -166,28 +166,17 @@ def _unique(items: Sequence[str]) -> list[str]:
 async def run(path: Path, *, limit: int | None = None, threads: int = 0, models_dir: Path | None = None,
               progress: bool = True) -> dict[str, Any]:
     """Ingest each question's haystack into a throw-away store and score its search (see the module doc)."""
-    from mempald.config import parse_settings
-    from mempald.embed.embedder import Embedder
     from mempald.ingest.drawers import SourceInfo
     from mempald.ingest.queues import BACKFILL
-    from mempald.runtime.root import Backends, Daemon
-    from mempald.search import ranking
+    from mempald.ops.bench_palace import open_bench_palace
     from mempald.search.ranking import SearchOptions
     from mempald.search.searcher import SearchRequest
-    from mempald.state.db import State
     from mempald.store.base import Filters
-    from mempald.store.edge import EdgeStore
 
     questions = load(path)[:limit]
     work = Path(tempfile.mkdtemp(prefix="longmemeval-"))
-    embedder = Embedder(models_dir=models_dir or work / "models", threads=threads)
-    store = EdgeStore(work / "store", embedder.dim, ranker=ranking.rank)
-    state = State(work / "state.sqlite3")
-    settings = parse_settings({"ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
-                               "store": {"machine": "bench"}, "embed": {"batch_size": 8},
-                               "sources": {"claude_projects": "", "codex_sessions": ""}}, env={})
-    daemon = Daemon(settings, Backends(embedder, store, None, state))
-    daemon.densifier.batch_size = 64
+    palace = open_bench_palace(work, threads=threads, models_dir=models_dir)
+    daemon = palace.daemon
     opts = replace(SearchOptions(), min_relevance=0.0)
     rows: list[tuple[str, dict[str, float]]] = []
     details: list[dict[str, Any]] = []
@@ -218,8 +207,7 @@ async def run(path: Path, *, limit: int | None = None, threads: int = 0, models_
             if progress:
                 print(f"  {q.qid}: {len(exchanges)} exchanges, R@5 {row['R@5']:.0f}", file=sys.stderr)
     finally:
-        store.close()
-        state.close()
+        palace.close()
         shutil.rmtree(work, ignore_errors=True)
     types = sorted({t for t, _ in rows})
     return {"data": str(path), "overall": aggregate([r for _, r in rows]),
