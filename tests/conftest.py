@@ -11,9 +11,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from mempald.normalize.model import Line
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,6 +26,18 @@ def mempal_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subproc
     code = "import sys\nfrom mempal.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=timeout)
+def lines_of(path: Path) -> list[Line]:
+    """A transcript's non-blank lines with their byte offsets, as the reader hands them to a normalizer."""
+    from mempald.normalize.model import Line
+
+    out, off = [], 0
+    for raw in path.read_bytes().split(b"\n"):
+        if raw.strip():
+            out.append(Line(off, raw))
+        off += len(raw) + 1
+    return out
+
+
 SHARED = REPO.parent / "shared"
 FORMATS = SHARED / "fixtures" / "formats"
 

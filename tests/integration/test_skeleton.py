@@ -15,19 +15,9 @@ from typing import Any
 import pytest
 
 from mempald.normalize.claude_code import parse_lines
-from mempald.normalize.model import Line
-from tests.conftest import Daemon, copy_tree
+from tests.conftest import Daemon, copy_tree, lines_of
 
 LAYOUT = "claude_code/projects_layout/-home-USER-projects-spotter-worktrees-spotter-4te"
-
-
-def lines_of(path: Path) -> list[Line]:
-    out, off = [], 0
-    for raw in path.read_bytes().split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
 
 
 def user_line(session: str, cwd: str, text: str, uid: str, ts: str) -> str:

@@ -11,18 +11,10 @@ from hypothesis import strategies as st
 
 from mempald.normalize.claude_code import parse_lines
 from mempald.normalize.model import INJECT_CLOSE, Line
+from tests.conftest import lines_of
 
 LAYOUT = "claude_code/projects_layout/-home-USER-projects-spotter-worktrees-spotter-4te"
 MAIN = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
-
-
-def lines_of(path: Path) -> list[Line]:
-    out, off = [], 0
-    for raw in path.read_bytes().split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
 
 
 def test_short_session(formats_dir: Path) -> None:

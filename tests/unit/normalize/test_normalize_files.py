@@ -8,23 +8,15 @@ from pathlib import Path
 from mempald.ingest.drawers import SourceInfo, build_drawers
 from mempald.normalize import claude_code, codex
 from mempald.normalize.common import touched_path
-from mempald.normalize.model import Exchange, Line
+from mempald.normalize.model import Exchange
 from mempald.normalize.shell import command_files, patch_files
 from mempald.store.base import KEYWORD_FIELDS
+from tests.conftest import lines_of
 
 CC = "claude_code/real2/projects"
 BYTE = f"{CC}/-Users-cedricmukolonga-00-vibe-projects-byte-bridges/f156e813-a767-437a-898c-1110895e08b2.jsonl"
 POMPEII = f"{CC}/-Users-agents-conductor-acp-python--conductor-pompeii/b6a167ee-d73d-4170-a2ae-1de13be39207.jsonl"
 ECE = "codex/real2/rollout-2026-03-09T16-29-31-019cd4b8-43b8-78a3-9985-04f6307807de.jsonl"
-
-
-def lines_of(path: Path) -> list[Line]:
-    out, off = [], 0
-    for raw in path.read_bytes().split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
 
 
 def test_claude_code_read_edit_write_paths(formats_dir: Path) -> None:
