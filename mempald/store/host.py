@@ -88,11 +88,38 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit when the daemon is gone, even if the socket's end were held open elsewhere."""
+class _Owner:
+    """The shard, closed once: by the serving loop when the socket closes, or by the parent watcher when the
+    daemon is gone. Calls and the close take the same lock, so the watcher never ends the process in the middle
+    of a write or of the close's flush (a process that exits mid-flush leaves the shard as a kill -9 would)."""
+
+    def __init__(self, store: EdgeStore) -> None:
+        self.store = store
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def apply(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with self.lock:
+            if self.closed:
+                raise StoreError("the store process is closing")
+            return _apply(self.store, method, args, kwargs)
+
+    def close(self) -> None:
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                self.store.close()
+
+
+def _watch_parent(parent: int, owner: list[_Owner]) -> None:
+    """Exit when the daemon is gone, even if the socket's end were held open elsewhere: after the call in
+    progress, with the shard flushed and closed."""
     while True:
         time.sleep(1.0)
         if os.getppid() != parent:
+            if owner:
+                with contextlib.suppress(Exception):
+                    owner[0].close()
             os._exit(0)
 
 
@@ -121,15 +148,18 @@ def load_ranker(ref: str) -> Ranker | None:
 
 
 def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ranker | None = None) -> int:
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    owner: list[_Owner] = []  # filled once the shard is open
+    threading.Thread(target=_watch_parent, args=(os.getppid(), owner), daemon=True).start()
     try:
         store = EdgeStore(path, dim, shard, ranker=ranker)
     except Exception as exc:  # reported to the daemon, which exits with the reason
         conn.send(("err", "store", damage_hint(path, str(exc)) or str(exc)))
         return 1
+    owned = _Owner(store)
+    owner.append(owned)
     problem = open_problem(store)
     if problem:
-        store.close()
+        owned.close()
         conn.send(("err", "store", problem))
         return 1
     try:
@@ -140,7 +170,7 @@ def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ran
             except (EOFError, OSError):
                 return 0
             try:
-                reply: tuple[Any, ...] = ("ok", _apply(store, method, args, kwargs))
+                reply: tuple[Any, ...] = ("ok", owned.apply(method, args, kwargs))
             except StoreError as exc:
                 reply = ("err", "store", str(exc))
             except Exception as exc:  # a bad call must not take the store down
@@ -150,7 +180,7 @@ def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ran
             except (EOFError, OSError):
                 return 0
     finally:
-        store.close()
+        owned.close()
 
 
 def main(argv: list[str] | None = None) -> int:
