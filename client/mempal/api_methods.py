@@ -493,6 +493,7 @@ class ClientMethods(ClientBase):
             compression_target: float | None = None,
             topic: str | None = None,
             token_budget: int | None = None,
+            run_id: str | None = None,
     ) -> dict[str, Any]:
         """Compress a markdown folder into a tiered summary (overview, topics, facts).
 
@@ -503,6 +504,7 @@ class ClientMethods(ClientBase):
         compression_target: aimed ratio of input to output tokens
         topic: the pack's topic (default: from the folder)
         token_budget: prune the result to this many tokens (0: no limit)
+        run_id: a name for this run, to follow it with pack_progress
         """
         return self._invoke("pack", {
             "dir": dir,
@@ -512,7 +514,15 @@ class ClientMethods(ClientBase):
             "compression_target": compression_target,
             "topic": topic,
             "token_budget": token_budget,
+            "run_id": run_id,
         })
+
+    def pack_progress(self, *, run_id: str | None = None) -> dict[str, Any]:
+        """The packs running now (calls and pack-mode watches): stage, done of total, time so far.
+
+        run_id: only this run (the run_id given to pack)
+        """
+        return self._invoke("pack_progress", {"run_id": run_id})
 
     def pack_prune(
             self,

@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,12 +215,15 @@ class Embedder:
         vecs = list(self._model.embed(list(texts), batch_size=batch_size))
         return np.asarray(vecs, dtype=np.float32)
 
-    def embed_by_length(self, texts: Sequence[str], max_count: int, token_budget: int) -> Vectors:
+    def embed_by_length(self, texts: Sequence[str], max_count: int, token_budget: int,
+                        on_batch: Callable[[int], None] | None = None) -> Vectors:
         """``embed`` with the texts grouped by length (``length_batches``): the same vectors, in the order of
-        ``texts``, without the model's work on padding."""
+        ``texts``, without the model's work on padding. ``on_batch`` hears how many texts each batch held."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for batch in length_batches(self.count_tokens_batch(texts), max_count, token_budget):
             out[batch] = self.embed([texts[i] for i in batch], batch_size=len(batch))
+            if on_batch is not None:
+                on_batch(len(batch))
         return out
 
     def release_memory(self) -> bool:

@@ -11,6 +11,7 @@ import anyio.to_thread
 from mempald.config import SettingsRef, data_dir
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput
+from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.run import run_pack, run_prune
 from mempald.ingest.review import SourceReview
 from mempald.ops.migrate import migrate, open_target
@@ -22,8 +23,9 @@ from mempald.store.gateway import StoreGateway
 
 class SourceMethods:
     def __init__(self, settings: SettingsRef, admin: SourceAdmin, store: StoreGateway, embedder: Embedder,
-                 review: SourceReview) -> None:
+                 review: SourceReview, packs: PackRuns) -> None:
         self.settings = settings
+        self.packs = packs
         self.admin = admin
         self.store = store
         self.embedder = embedder
@@ -32,7 +34,8 @@ class SourceMethods:
     def handlers(self) -> dict[str, Handler]:
         return {"watch_add": self.watch_add, "watch_remove": self.watch_remove, "watch_list": self.watch_list,
                 "mine": self.mine, "init": self.init, "migrate": self.migrate, "pack": self.pack,
-                "pack_prune": self.pack_prune, "inspect": self.inspect, "reread": self.reread}
+                "pack_prune": self.pack_prune, "pack_progress": self.pack_progress, "inspect": self.inspect,
+                "reread": self.reread}
 
     async def inspect(self, a: Args) -> Any:
         return await self.review.inspect(a["path"], a["mode"], a["counts_only"])
@@ -99,9 +102,17 @@ class SourceMethods:
         out = Path(a["output"] or f"{root}/packed")
         if not out.is_absolute():
             raise InvalidInput("output must be an absolute path")
-        return await anyio.to_thread.run_sync(lambda: run_pack(
-            self.embedder, root, out, fmt=a["format"], chunk_size=a["chunk_size"],
-            compression_target=a["compression_target"], topic=a["topic"], token_budget=a["token_budget"]))
+        progress = self.packs.start(str(root), a["run_id"] or "")
+        try:
+            return await anyio.to_thread.run_sync(lambda: run_pack(
+                self.embedder, root, out, fmt=a["format"], chunk_size=a["chunk_size"],
+                compression_target=a["compression_target"], topic=a["topic"], token_budget=a["token_budget"],
+                progress=progress))
+        finally:
+            self.packs.finish(progress)
+
+    async def pack_progress(self, a: Args) -> Any:
+        return {"running": self.packs.running(a["run_id"] or "")}
 
     async def pack_prune(self, a: Args) -> Any:
         file = checked_path(a["file"])

@@ -35,6 +35,7 @@ from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
 from mempald.features.ledger import TokenLedger
 from mempald.features.memories import Memories
+from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
 from mempald.features.taxonomy import Taxonomy
@@ -143,7 +144,8 @@ class Daemon:
         self.sources = SourceSet(settings, self.exclude)
         self.scanner = Scanner(self.settings, self.sources, state, self.files, self.ingestor)
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
-        self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter)
+        self.pack_runs = PackRuns()
+        self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter, self.pack_runs)
         self.ingest_loops = IngestLoops(self.files, self.sources, self.ingestor, on_ingested=self.packs.changed)
         self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
@@ -169,7 +171,7 @@ class Daemon:
             PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
             SourceMethods(self.settings, self.admin, self.store, embedder,
                           SourceReview(self.settings, self.sources, self.ingestor, state, self.store, embedder,
-                                       machine, user, self.taxonomy.current)),
+                                       machine, user, self.taxonomy.current), self.pack_runs),
             AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder,
                                                                   self.store)),
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),

@@ -3,10 +3,15 @@ wing's wake-up story; the originals stay searchable."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pty
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,9 +26,39 @@ def test_pack_cli_and_watch(daemon: Daemon, tmp_path: Path) -> None:
     shutil.copytree(CORPUS, kb)
     out_dir = tmp_path / "packed"
     daemon.start()
-    run = subprocess.run([sys.executable, "-m", "mempal.cli.main", "pack", str(kb), "-o", str(out_dir)],
-                         capture_output=True, text=True, env=daemon.env, timeout=240)
-    assert run.returncode == 0, run.stderr
+    # `mempal pack` in a terminal (stderr a pty): a progress bar of the daemon's pack_progress while it runs
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mempal.cli.main", "pack", str(kb), "-o", str(out_dir)],
+                            stdout=subprocess.PIPE, stderr=slave, env=daemon.env)
+    os.close(slave)
+    terminal = bytearray()
+
+    def read_terminal() -> None:
+        with contextlib.suppress(OSError):  # EIO once the command closed the terminal
+            while chunk := os.read(master, 65536):
+                terminal.extend(chunk)
+
+    reader = threading.Thread(target=read_terminal, daemon=True)
+    reader.start()
+    seen: list[dict[str, Any]] = []
+
+    def finished() -> bool:
+        seen.extend(daemon.call("pack_progress")["running"])
+        return proc.poll() is not None
+
+    daemon.wait_for(finished, timeout=240, interval=0.2)
+    stdout = proc.communicate(timeout=30)[0].decode()
+    reader.join(timeout=10)
+    os.close(master)
+    assert proc.returncode == 0, terminal.decode(errors="replace")
+    assert "packed" in stdout and str(out_dir / "knowledge_base.md") in stdout
+    shown = terminal.decode(errors="replace")
+    assert "pack: embedding sections" in shown, shown[-2000:]
+    embedding = [p for p in seen if p["stage"] == "embedding"]
+    assert embedding and all(0 <= p["done"] <= p["total"] for p in embedding), seen
+    assert [p["done"] for p in embedding] == sorted(p["done"] for p in embedding)  # it only moves on
+    assert {p["dir"] for p in seen} == {str(kb.resolve())} and all(p["run_id"].startswith("cli-") for p in seen)
+    assert daemon.call("pack_progress")["running"] == []  # gone once the pack is done
     text = (out_dir / "knowledge_base.md").read_text()
     assert text.startswith("# Knowledge Base") and "> Packed by mempal |" in text
     assert (out_dir / "knowledge_base.json").is_file()

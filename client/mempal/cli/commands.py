@@ -174,6 +174,17 @@ def _mine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--extract", choices=["general"], default="general", help=argparse.SUPPRESS)  # always on
 
 
+def _pack_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    """``pack`` with a progress bar on stderr when that is a terminal (and the answer is not --json)."""
+    if args.json or not sys.stderr.isatty():
+        return _default(COMMANDS["pack"], args, params)
+    from mempal.cli.progress import pack_with_progress
+
+    r = pack_with_progress(params, getattr(args, "timeout", None) or METHODS["pack"].timeout)
+    print(show.pack(args, r))
+    return 0
+
+
 def _migrate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="source", help=argparse.SUPPRESS)
 
@@ -240,7 +251,7 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("init", show.init),
     Command("migrate", show.migrate, options=_migrate_options, prepare=_migrate_prepare,
             exit_code=lambda r: 0 if r.get("ok") else 1, offline="mempald migrate"),
-    Command("pack", show.pack, offline="mempald pack"),
+    Command("pack", show.pack, run=_pack_run, offline="mempald pack"),
     Command("pack_prune", show.pack_prune, offline="mempald pack-prune"),
     Command("cowork_push", show.cowork_push),
     Command("cowork_drain", show.cowork_drain),

@@ -82,3 +82,49 @@ def mine_with_progress(params: dict[str, Any], plan: list[list[str]], quiet: boo
             run(root, batch)
             bar.update(task, advance=len(batch))
     return total
+
+
+PACK_STAGES = {"reading": "reading files", "embedding": "embedding sections", "clustering": "clustering",
+               "summarizing": "summarizing topics", "pruning": "pruning to the budget", "writing": "writing"}
+
+
+def pack_with_progress(params: dict[str, Any], timeout: float, interval: float = 0.5) -> dict[str, Any]:
+    """``pack`` with a progress bar on stderr: the call waits on a thread while this one asks the daemon's
+    ``pack_progress`` for the run's stage, and draws it (rich). The result, or the call's error, as without."""
+    import os
+    import threading
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    run_id = f"cli-{os.getpid()}-{time.monotonic_ns()}"
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = call("pack", {**params, "run_id": run_id}, timeout=timeout)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    bar = Progress(TextColumn("pack: {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    with bar:
+        task = bar.add_task("starting", total=None)
+        while worker.is_alive():
+            worker.join(interval)
+            try:
+                running = call("pack_progress", {"run_id": run_id}, timeout=5).get("running", [])
+            except Exception:  # a progress frame missed; the pack itself goes on
+                continue
+            if running:
+                p = running[0]
+                stage = PACK_STAGES.get(p["stage"], p["stage"])
+                if p["stage"] == "summarizing" and p.get("pass", 1) > 1:
+                    stage += f" (pass {p['pass']}, shortening)"
+                bar.update(task, description=stage, total=p["total"] or None, completed=p["done"])
+    if "error" in outcome:
+        raise outcome["error"]
+    result: dict[str, Any] = outcome["result"]
+    return result

@@ -88,8 +88,14 @@ METHODS: tuple[Method, ...] = (
             Param("topic", "str", "the pack's topic (default: from the folder)"),
             Param("token_budget", "int", "prune the result to this many tokens (0: no limit)", default=0, lo=0,
                   hi=10_000_000),
+            Param("run_id", "str", "a name for this run, to follow it with pack_progress", max_len=200,
+                  cli=Cli(show=False)),
         ),
         writes=True, idempotent=True, cli=("pack",), timeout=3600.0,
+    ),
+    Method(
+        "pack_progress", "The packs running now (calls and pack-mode watches): stage, done of total, time so far.",
+        (Param("run_id", "str", "only this run (the run_id given to pack)", max_len=200),),
     ),
     Method(
         "pack_prune", "Prune a pack to a token budget or an importance floor, merging near-duplicate facts.",

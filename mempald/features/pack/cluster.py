@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mempald.features.pack.chunking import Chunk
+from mempald.features.pack.progress import PackProgress
 from mempald.features.pack.result import EmbedFn, TokenCounter, Vectors
 from mempald.text.chunking import split_tokens
 
@@ -43,7 +44,8 @@ def embed_texts(embed: EmbedFn, texts: Sequence[str]) -> Vectors:
     return normalize(vecs)
 
 
-def embed_chunks(chunks: Sequence[Chunk], embed: EmbedFn, count: TokenCounter) -> tuple[Vectors, Vectors]:
+def embed_chunks(chunks: Sequence[Chunk], embed: EmbedFn, count: TokenCounter,
+                 progress: PackProgress | None = None) -> tuple[Vectors, Vectors]:
     """Two unit vectors per chunk: of its text alone (for dedup: a section copied into another file is
     the same content whatever heading sits above it) and of its text under its heading context (for
     clustering: a short section belongs with the rest of its document). Each distinct window is embedded
@@ -59,6 +61,8 @@ def embed_chunks(chunks: Sequence[Chunk], embed: EmbedFn, count: TokenCounter) -
             for piece in split_tokens(chunk.text, budget, count) or [chunk.text]:
                 window = f"{prefix}\n{piece}" if prefix else piece
                 parts.append((i, variant, texts.setdefault(window, len(texts)), float(max(1, len(piece)))))
+    if progress is not None:
+        progress.begin("embedding", len(texts))
     wvecs = embed_texts(embed, list(texts))
     out = np.zeros((2, len(chunks), wvecs.shape[1]), dtype=np.float32)
     for i, variant, tid, weight in parts:

@@ -18,6 +18,7 @@ from mempald.features.pack.cluster import DEDUP_THRESHOLD, EMBED_WINDOW, cluster
 from mempald.features.pack.facts import MAX_FACTS, candidates, select_facts
 from mempald.features.pack.importance import importance_scores
 from mempald.features.pack.labels import label_clusters
+from mempald.features.pack.progress import PackProgress
 from mempald.features.pack.render import settle_tokens
 from mempald.features.pack.result import (
     Duplicate,
@@ -91,18 +92,23 @@ def pack_directory(
     compression_target: float = 6.0,
     topic: str | None = None,
     summarizer: Summarizer | None = None,
+    progress: PackProgress | None = None,
 ) -> PackResult:
     """Pack every markdown file under ``root`` (sorted, hidden folders and our own output skipped).
 
     ``embed`` and ``count_tokens`` are the daemon's model (or any stand-in); ``summarizer`` defaults to
     the extractive one. Raises ``PackError`` for bad arguments, an empty folder or one without text.
-    Reads files and nothing else: the caller writes the result with ``write_pack``."""
+    Reads files and nothing else: the caller writes the result with ``write_pack``. ``progress`` hears each
+    stage and its steps (``mempald.features.pack.progress``)."""
     if chunk_size < MIN_CHUNK_SIZE:
         raise PackError(f"--chunk-size must be at least {MIN_CHUNK_SIZE} tokens (got {chunk_size})")
     if not compression_target > 0:
         raise PackError(f"--compression-target must be above 0 (got {compression_target})")
     root = root.resolve()
     sources = read_sources(root)
+    if progress is not None:
+        progress.begin("reading", len(sources))
+        progress.step(len(sources))
     if not sources:
         raise PackError(f"no markdown files (*.md, *.markdown) under {root}")
     tokens_in = sum(count_tokens(s.text) for s in sources)
@@ -110,12 +116,16 @@ def pack_directory(
     if not all_chunks:
         raise PackError(f"the {len(sources)} markdown files under {root} contain no text")
 
-    body_vecs, vecs = embed_chunks(all_chunks, embed, count_tokens)
+    body_vecs, vecs = embed_chunks(all_chunks, embed, count_tokens, progress)
+    if progress is not None:
+        progress.begin("clustering", 1)
     dd = dedup(body_vecs, all_chunks, DEDUP_THRESHOLD)
     keep = list(dd.keep)
     chunks = [all_chunks[i] for i in keep]
     kvecs = vecs[keep]
     clustering = cluster(kvecs, [c.order for c in chunks])
+    if progress is not None:
+        progress.step()
     k = clustering.k
     labels = label_clusters(chunks, clustering.labels, k, kvecs)
     sent_all = _sentences_by_chunk(sources, all_chunks)
@@ -166,8 +176,12 @@ def pack_directory(
     for step_no, step in enumerate(LADDER):
         topics: list[Topic] = []
         digests: list[TopicDigest] = []
+        if progress is not None:
+            progress.begin("summarizing", len(inputs) + 1)  # every topic, then the overview
         for c, ci in enumerate(inputs):
             summary = summ.summarize_cluster(ci, step.summary).strip()
+            if progress is not None:
+                progress.step()
             facts = select_facts(ranked_facts[c], step.facts, exclude=summary)
             topics.append(
                 Topic(
@@ -184,6 +198,8 @@ def pack_directory(
             )
             digests.append(TopicDigest(ci.label, summary, ci.centroid, len(ci.chunks)))
         overview = summ.summarize_overview(digests, step.overview).strip()
+        if progress is not None:
+            progress.step()
         notes: tuple[str, ...] = ()
         if step_no:
             notes = (

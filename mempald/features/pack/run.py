@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from mempald.embed.embedder import MAX_SEQ_LEN, Embedder, Vectors
 from mempald.features.pack import load_pack, pack_directory, prune_pack, write_pack, write_pack_file
+from mempald.features.pack.progress import PackProgress
 from mempald.features.pack.result import EmbedFn
 
 # Model calls as the dense pass makes them (mempald.ingest.dense): grouped by length, at most 32 texts and
@@ -20,9 +21,11 @@ PACK_COUNT = 32
 PACK_TOKENS = 8 * MAX_SEQ_LEN
 
 
-def pack_embed(embedder: Embedder) -> EmbedFn:
+def pack_embed(embedder: Embedder, progress: PackProgress | None = None) -> EmbedFn:
+    on_batch = progress.embedded if progress is not None else None
+
     def embed(texts: Sequence[str]) -> Vectors:
-        return embedder.embed_by_length(texts, PACK_COUNT, PACK_TOKENS)
+        return embedder.embed_by_length(texts, PACK_COUNT, PACK_TOKENS, on_batch)
     return embed
 
 
@@ -43,20 +46,29 @@ def run_pack(
     compression_target: float = 6.0,
     topic: str | None = None,
     token_budget: int = 0,
+    progress: PackProgress | None = None,
 ) -> dict[str, Any]:
-    """Pack ``root`` into ``out`` (blocking); prune to ``token_budget`` when given."""
-    embed = pack_embed(embedder)
+    """Pack ``root`` into ``out`` (blocking); prune to ``token_budget`` when given. ``progress`` follows it."""
+    embed = pack_embed(embedder, progress)
     try:
         result = pack_directory(root, embed=embed, count_tokens=embedder.count_tokens, chunk_size=chunk_size,
-                                compression_target=compression_target, topic=topic)
+                                compression_target=compression_target, topic=topic, progress=progress)
         plan_text = ""
         if token_budget:
+            if progress is not None:
+                progress.begin("pruning", 1)
             result, plan = prune_pack(result, count_tokens=embedder.count_tokens, max_tokens=token_budget,
                                       min_importance=None, embed=embed)
             plan_text = plan.describe()
+            if progress is not None:
+                progress.step()
     finally:
         _settle(embedder)
+    if progress is not None:
+        progress.begin("writing", 1)
     paths = write_pack(result, out, fmt)
+    if progress is not None:
+        progress.step()
     return {"paths": [str(p) for p in paths], "header": result.header.to_json(), "notes": list(result.notes),
             "prune": plan_text}
 

@@ -10,6 +10,7 @@ import anyio.to_thread
 
 from mempald import logs
 from mempald.embed.embedder import Embedder
+from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.run import run_pack
 from mempald.ingest.queues import FileQueue
 from mempald.sources.catalog import SourceSet
@@ -20,8 +21,9 @@ log = logs.get("pack")
 
 class PackWatcher:
     def __init__(self, sources: SourceSet, files: FileQueue, embedder: Embedder, limiter: anyio.CapacityLimiter,
-                 quiet_s: float = 2.0) -> None:
+                 runs: PackRuns, quiet_s: float = 2.0) -> None:
         self.sources = sources
+        self.runs = runs  # re-packs show in ``pack_progress`` like ``pack`` calls
         self.files = files
         self.embedder = embedder
         self.limiter = limiter  # the embedding limiter: a re-pack waits for the dense worker's batch
@@ -44,10 +46,13 @@ class PackWatcher:
                 source = self.sources.by_key(key)
                 if source is None:
                     continue
+                progress = self.runs.start(str(source.root), f"watch:{key}")
                 try:
                     job = functools.partial(run_pack, self.embedder, source.root, source.pack_output(),
-                                            token_budget=source.token_budget)
+                                            token_budget=source.token_budget, progress=progress)
                     res = await anyio.to_thread.run_sync(job, limiter=self.limiter)
                     log.info("repacked", source=key, paths=res["paths"])
                 except Exception as exc:
                     log.warning("pack_failed", source=key, error=str(exc))
+                finally:
+                    self.runs.finish(progress)

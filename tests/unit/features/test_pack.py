@@ -408,3 +408,37 @@ def test_odd_files_code_only_crlf_and_bad_bytes(tmp_path: Path) -> None:
     code_topic = next(t for t in r.topics if "code.md" in t.sources)
     if not code_topic.summary:
         assert "No prose to summarise; sources: " in text
+
+
+def test_progress_follows_every_stage_in_order() -> None:
+    from mempald.features.pack.progress import PackProgress, PackRuns
+
+    runs = PackRuns()
+    progress = runs.start(str(CORPUS), "a-run")
+    stages: list[tuple[str, int, int]] = []
+    begin = progress.begin
+
+    def record(stage: str, total: int) -> None:
+        if stages:  # the stage before ended complete
+            assert progress.done == progress.total, (progress.stage, progress.done, progress.total)
+        begin(stage, total)
+        stages.append((stage, total, progress.passes))
+
+    progress.begin = record  # type: ignore[method-assign]
+    embedded = 0
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        nonlocal embedded
+        embedded += len(texts)
+        progress.embedded(len(texts))  # as run_pack's embed reports each model batch
+        return fake_embed(texts)
+
+    r = pack_directory(CORPUS, embed=embed, count_tokens=count, progress=progress)
+    names = [s for s, _, _ in stages]
+    assert names[:3] == ["reading", "embedding", "clustering"] and set(names[3:]) == {"summarizing"}
+    assert stages[0][1] == r.header.files and stages[1][1] >= r.stats["chunks"]  # windows: a chunk has one or more
+    assert [p for s, _, p in stages if s == "summarizing"] == list(range(1, names.count("summarizing") + 1))
+    assert progress.texts == embedded  # every text the model saw, summaries' sentences included
+    assert [x["run_id"] for x in runs.running()] == ["a-run"] and runs.running("other") == []
+    runs.finish(progress)
+    assert runs.running() == [] and isinstance(progress, PackProgress)
