@@ -19,7 +19,7 @@ EXPECTED = {
     "freshness": {"idle", "backfilling", "n", "backlog_exchanges"},
     "search_latency": {"sizes", "prefilled"},
     "hook_roundtrip": {"command", "hook_ms", "python_bare_ms"},
-    "responsiveness": {"status_ms", "n_exchanges"},
+    "responsiveness": {"status_ms", "n_exchanges", "burst"},
     "footprint": {"startup_ms", "idle_rss_mb", "disk_total_mb", "drawers"},
 }
 
