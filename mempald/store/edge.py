@@ -151,6 +151,7 @@ class EdgeStore:
         self.location = f"edge:{path}"
         self.dim = dim
         self._closed = False
+        self._points: int | None = None  # the shard's point count, known until the next write
         path.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
@@ -195,6 +196,7 @@ class EdgeStore:
                     self._shard.update(qe.UpdateOperation.create_field_index(name, schema))
 
     def _update(self, op: Any) -> None:
+        self._points = None
         try:
             self._shard.update(op)
         except Exception as exc:
@@ -264,9 +266,14 @@ class EdgeStore:
 
     def count(self, filters: Filters) -> int:
         flt = build_filter(filters)
+        if flt is not None:
+            return int(self._shard.count(qe.CountRequest(filter=flt, exact=True)))
         # With no condition the shard knows its point count (the "estimate" is the sum of its segments' live
-        # points: exact); an exact count walks every point (15 ms at 100k, once per search for the IDF's N).
-        return int(self._shard.count(qe.CountRequest(filter=flt, exact=flt is not None)))
+        # points: exact; an exact count walks every point, 15 ms at 100k). Still 3 ms on a built shard at 100k,
+        # and every search asks (the IDF's N): kept until the next write.
+        if self._points is None:
+            self._points = int(self._shard.count(qe.CountRequest(filter=None, exact=False)))
+        return self._points
 
     def facet(self, key: str, filters: Filters, limit: int = 1000) -> dict[str, int]:
         resp = self._shard.facet(qe.FacetRequest(key=key, limit=limit, exact=True, filter=build_filter(filters)))
