@@ -152,7 +152,7 @@ def _relevance(store: Store, request: RankRequest, ids: list[str], sparse_hits: 
                     shares.setdefault(i, []).append((other, share))
     sample = sparse_hits[:IDF_SAMPLE]
     wanted = list(dict.fromkeys([*ids, *(o for lst in shares.values() for o, _ in lst), *(h.id for h in sample)]))
-    points = {p.id: p for p in store.retrieve(wanted, with_vectors=True)}
+    points = {p.id: p for p in store.retrieve(wanted, with_vectors=True, with_payload=False)}  # payloads: known
     n_total = _point_count(store)
     idf, ceiling = _query_idf(request.sparse, sample, points, n_total)
     query_total = sum(idf.values())

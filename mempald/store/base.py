@@ -137,7 +137,10 @@ class Store(Protocol):
         """Replace the keyword vector of these points (payload and dense vector untouched)."""
         ...
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]: ...
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                 with_payload: bool = True) -> list[StoredPoint]:
+        """These points (missing ids left out); without ``with_payload`` their payloads are empty (cheaper)."""
+        ...
 
     def query(
         self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int

@@ -232,10 +232,11 @@ class EdgeStore:
         if ids:
             self._update(qe.UpdateOperation.set_payload(list(ids), dict(payload)))
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                 with_payload: bool = True) -> list[StoredPoint]:
         if not ids:
             return []
-        recs = self._shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
+        recs = self._shard.retrieve(list(ids), with_payload=with_payload, with_vector=with_vectors)
         return [_to_stored(r, with_vectors) for r in recs]
 
     def query(

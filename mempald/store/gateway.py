@@ -69,8 +69,9 @@ class StoreGateway:
         await self._run(self.store.set_meta, meta)
 
     # reads ---------------------------------------------------------------------------------------------
-    async def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
-        return await self._run(lambda: self.store.retrieve(ids, with_vectors=with_vectors))
+    async def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                       with_payload: bool = True) -> list[StoredPoint]:
+        return await self._run(lambda: self.store.retrieve(ids, with_vectors=with_vectors, with_payload=with_payload))
 
     async def query(self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters,
                     limit: int) -> tuple[list[Hit], list[Hit]]:

@@ -286,8 +286,11 @@ class HostedEdgeStore:
     def delete(self, filters: Filters) -> None:
         self._write("delete", filters)
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
-        return list(self._call("retrieve", list(ids), with_vectors=with_vectors)) if ids else []
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                 with_payload: bool = True) -> list[StoredPoint]:
+        if not ids:
+            return []
+        return list(self._call("retrieve", list(ids), with_vectors=with_vectors, with_payload=with_payload))
 
     def query(
         self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int

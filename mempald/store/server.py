@@ -294,12 +294,14 @@ class ServerStore:
                                                           timeout=self._timeout))
 
     # reads -------------------------------------------------------------------------------------------------
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
+                 with_payload: bool = True) -> list[StoredPoint]:
         if not ids:
             return []
         id_list: list[models.ExtendedPointId] = list(ids)
         recs = self._call("retrieve", lambda: self._client.retrieve(
-            self.collection, ids=id_list, with_payload=True, with_vectors=with_vectors, timeout=self._timeout))
+            self.collection, ids=id_list, with_payload=with_payload, with_vectors=with_vectors,
+            timeout=self._timeout))
         return [to_stored(r, with_vectors) for r in recs]
 
     def query(

@@ -162,6 +162,8 @@ def test_retrieve(shared: Store) -> None:
     assert rec.payload["content"] == TEXTS[2][4]
     assert rec.payload["tags"] == ["t", "2"]
     assert rec.dense is None and rec.sparse is None  # no vectors unless asked
+    bare = store.retrieve([pid(2)], with_vectors=True, with_payload=False)[0]  # vectors only (ranking's IDF)
+    assert bare.payload == {} and bare.dense is not None and bare.sparse is not None and bare.sparse.indices
 
 
 def test_query_returns_both_lists(shared: Store) -> None:
