@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mempald.state.db import quick_check, unreadable_text
+from mempald.store.base import StoreError
 
 MAGIC = b"SQLite format 3\x00"
 PAGE = 1000  # ids listed per scroll
@@ -152,10 +153,18 @@ def read_shard(shard_dir: Path, sink: Callable[[list[Any]], None] | None = None)
     payload and vectors) to ``sink``. Never raises: what fails is counted."""
     import qdrant_edge as qe
 
+    from mempald.store.edge import hold_lock, release_lock
+
     res = StoreRead()
+    try:
+        lock = hold_lock(shard_dir.parent / f".{shard_dir.name}.lock", shard_dir)  # as every opener of a shard
+    except StoreError as exc:
+        res.error = str(exc)
+        return res
     try:
         shard = qe.EdgeShard.load(str(shard_dir))
     except Exception as exc:
+        release_lock(lock)
         res.error = f"cannot load {shard_dir}: {exc}"
         return res
     try:
@@ -191,7 +200,10 @@ def read_shard(shard_dir: Path, sink: Callable[[list[Any]], None] | None = None)
         except Exception as exc:
             res.error = res.error or f"{shard_dir} has lost its payload indexes: {exc}"
     finally:
-        shard.close()
+        try:
+            shard.close()
+        finally:
+            release_lock(lock)
     return res
 
 

@@ -14,6 +14,7 @@ Design choices (measured, see README "Performance"):
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -139,6 +140,30 @@ def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
     return built
 
 
+def hold_lock(lock_path: Path, shard_dir: Path) -> int:
+    """Take the shard's own lock (a file beside it, ``flock``ed for as long as the store is open); a file
+    descriptor to give to ``release_lock``. Qdrant Edge's WAL lock is not enough: closing a shard lets that lock
+    go before the shard's last files are written, so a process that opened the shard the moment it was let go
+    (a restarted daemon, or a tool, right after a store process exited) read a half-written segment, and its
+    own writes then left sparse vectors that no longer decode. This lock is released after the close returns."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot open the store's lock {lock_path}: {exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError(f"the store at {shard_dir} is in use by another process (its lock {lock_path} is "
+                         f"held: {exc})") from exc
+    return fd
+
+
+def release_lock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)  # closing the descriptor releases the flock
+
+
 def _dims_of(shard_dir: Path) -> int:
     cfg = json.loads((shard_dir / "edge_config.json").read_text())
     return int(cfg["vectors"][DENSE]["size"])
@@ -163,6 +188,14 @@ class EdgeStore:
         if self.shard_name != LEGACY_SHARD and not shard_dir.is_dir():
             raise StoreError(f"{path / CURRENT_FILE} names {self.shard_name}, which is missing: the store is "
                              "damaged (restore it from a backup, or move the folder away to start empty)")
+        self._lock = hold_lock(path / f".{self.shard_name}.lock", shard_dir)
+        try:
+            self._open(shard_dir, dim, config)
+        except BaseException:
+            release_lock(self._lock)
+            raise
+
+    def _open(self, shard_dir: Path, dim: int, config: qe.EdgeConfig) -> None:
         try:
             if shard_dir.exists() and any(shard_dir.iterdir()):
                 self._shard = qe.EdgeShard.load(str(shard_dir))
@@ -328,4 +361,7 @@ class EdgeStore:
         try:
             self._shard.flush()
         finally:
-            self._shard.close()
+            try:
+                self._shard.close()
+            finally:
+                release_lock(self._lock)  # only now: the shard's files are all written

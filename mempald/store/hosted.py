@@ -152,6 +152,7 @@ def remove_stale_shards(path: Path) -> list[str]:
         )
         if stale and entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
+            (path / f".{name}.lock").unlink(missing_ok=True)  # its lock file (EdgeStore's), nobody holds it
             removed.append(name)
     return removed
 

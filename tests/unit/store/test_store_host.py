@@ -35,3 +35,36 @@ def test_a_close_from_the_parent_watcher_waits_for_the_call_in_progress_and_happ
         assert [p.payload["text"] for p in reopened.retrieve([point.id])] == ["kept"]
     finally:
         reopened.close()
+
+
+def test_a_shard_is_opened_by_one_store_at_a_time_until_its_close_has_returned(tmp_path: Path) -> None:
+    """The shard's own lock, beside it: Qdrant Edge's WAL lock goes before a closing shard's last files are
+    written, and a store opened in that moment damaged sparse vectors (seen after a daemon was killed: its
+    store process was still closing when the next opener got in). Another process is refused until the
+    first store's close returns, then opens."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "store"
+    first = EdgeStore(path, DIM)
+    first.upsert([PointData("00000000-0000-4000-8000-000000000002", {"text": "one"}, SparseVec((3,), (1.0,)),
+                            [0.4, 0.3, 0.2, 0.1])])
+    code = ("import sys\nfrom pathlib import Path\nfrom mempald.store.edge import EdgeStore\n"
+            "from mempald.store.base import StoreError\n"
+            "try:\n    s = EdgeStore(Path(sys.argv[1]), 4)\nexcept StoreError as e:\n    print('refused:', e)\n"
+            "else:\n    print('opened', s.count(__import__('mempald.store.base', fromlist=['Filters']).Filters()))\n"
+            "    s.close()\n")
+
+    def other() -> str:
+        return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+
+    refused = other()
+    assert refused.startswith("refused:") and "in use by another process" in refused
+    assert str(path / ".shard.lock") in refused
+    first.close()
+    assert other() == "opened 1"
+    with pytest.raises(StoreError, match="in use"):  # one open store per shard in a process, too
+        second = EdgeStore(path, DIM)
+        EdgeStore(path, DIM)
+    second.close()
