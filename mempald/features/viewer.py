@@ -9,7 +9,9 @@ Everything here uses the store's indexed filters so that a page costs millisecon
   Sessions with no drawer at position 0 (its exchange was empty, or deleted) are dated by any one of their
   drawers, up to ``FALLBACK_LOOKUPS`` per listing; the rest are counted as ``undated``. The listing is cached
   per wing until the store is next written to and then, while two counts of that wing do not move, for up to
-  ``REUSE_S`` (writes elsewhere do not rebuild it); ``bench/viewer.py`` times the cached and the first view;
+  ``REUSE_S`` (writes elsewhere do not rebuild it); a rebuild re-reads the counts but re-uses the sessions'
+  first drawers while none went away (it reads only new sessions' ones), for ``STARTS_REUSE_S``;
+  ``bench/viewer.py`` times the cached and the first view;
 - a session's window is a ``session_id = S and a <= position <= b`` scroll.
 """
 
@@ -35,6 +37,7 @@ from mempald.store.gateway import StoreGateway
 FALLBACK_LOOKUPS = 64  # sessions without a drawer at position 0, dated one store call each, per listing
 CACHED_WINGS = 16
 REUSE_S = 60.0  # a listing whose wing's counts did not move is kept this long across writes to other wings
+STARTS_REUSE_S = 600.0  # sessions' first drawers re-used by later listings for this long (then all read again)
 MAX_WINDOW = 400  # drawers in one session window (chunks of long exchanges included)
 EXCERPT = 240  # characters of a session's first exchange in a listing
 HIDDEN = ("context",)  # payload fields never sent: the indexing context repeats the drawer before
@@ -63,7 +66,10 @@ def _start(pt: StoredPoint) -> dict[str, Any]:
 @dataclass
 class _Listing:
     """A wing's sessions as last listed: valid while the store's write count is ``writes``, or while the wing's
-    ``mark`` (drawer count, session-start count) is unchanged, for ``REUSE_S`` after it was built."""
+    ``mark`` (drawer count, session-start count) is unchanged, for ``REUSE_S`` after it was built. ``starts``
+    (each session's first drawer, read ``starts_read``) is re-used by the next listing while no session start
+    went away, for ``STARTS_REUSE_S``: drawers appended to known sessions (the usual write) cost the two
+    facets, a new session one more small scroll, not the scroll of every start."""
 
     writes: int
     mark: tuple[int, int]
@@ -71,6 +77,8 @@ class _Listing:
     sessions: list[dict[str, Any]]
     undated: int
     rooms: dict[str, int]
+    starts: dict[str, dict[str, Any]]
+    starts_read: float
 
 
 class SessionBrowser:
@@ -98,13 +106,20 @@ class SessionBrowser:
             return hit
         counts = await self.store.facet("session_id", Filters(wing=(wing,)), limit=1_000_000)
         rooms = await self.store.facet("room", Filters(wing=(wing,)))
-        starts: dict[str, dict[str, Any]] = {}
-        async for page in self.store.pages(Filters(wing=(wing,), position_max=0), size=256):
-            for pt in page:
-                s = _start(pt)
-                have = starts.get(s["session_id"])
-                if have is None or s["chunk"] < have["chunk"]:
-                    starts[s["session_id"]] = s
+        now = time.monotonic()
+        new: list[str] = []
+        if hit is not None and hit.mark[1] <= mark[1] and now - hit.starts_read < STARTS_REUSE_S:
+            # no session start went away: the known ones are re-used, only new sessions' starts are read
+            starts, starts_read = {k: v for k, v in hit.starts.items() if k in counts}, hit.starts_read
+            new = [sid for sid in counts if sid not in starts][:FALLBACK_LOOKUPS]
+            for sid in new:
+                page, _ = await self.store.scroll(Filters(wing=(wing,), session_id=(sid,), position_max=0), 64)
+                for pt in page:
+                    st = _start(pt)
+                    if sid not in starts or st["chunk"] < starts[sid]["chunk"]:
+                        starts[sid] = st
+        else:
+            starts, starts_read = await self._starts(wing), now
         missing = [sid for sid in counts if sid not in starts]
         for sid in missing[:FALLBACK_LOOKUPS]:
             page, _ = await self.store.scroll(Filters(wing=(wing,), session_id=(sid,)), 1)
@@ -112,12 +127,24 @@ class SessionBrowser:
                 starts[sid] = {**_start(page[0]), "dated": False}
         sessions = [{**s, "drawers": counts.get(sid, 0)} for sid, s in starts.items() if sid in counts]
         sessions.sort(key=lambda s: (-s["ts"], s["session_id"]))
-        listing = _Listing(writes, mark, time.monotonic(), sessions, max(0, len(missing) - FALLBACK_LOOKUPS), rooms)
+        listing = _Listing(writes, mark, now, sessions, max(0, len(missing) - FALLBACK_LOOKUPS), rooms, starts,
+                           starts_read)
         self._cache.pop(wing, None)
         if len(self._cache) >= CACHED_WINGS:
             self._cache.pop(next(iter(self._cache)))
         self._cache[wing] = listing
         return listing
+
+    async def _starts(self, wing: str) -> dict[str, dict[str, Any]]:
+        """Each session's first drawer (position 0, its lowest chunk), by session id."""
+        starts: dict[str, dict[str, Any]] = {}
+        async for page in self.store.pages(Filters(wing=(wing,), position_max=0), size=256):
+            for pt in page:
+                s = _start(pt)
+                have = starts.get(s["session_id"])
+                if have is None or s["chunk"] < have["chunk"]:
+                    starts[s["session_id"]] = s
+        return starts
 
     async def wing_sessions(self, wing: str, since: float | None, until: float | None, limit: int) -> dict[str, Any]:
         got = await self._listing(wing)

@@ -65,6 +65,12 @@ def test_sessions_and_windows(daemon: Daemon, home: Path, formats_dir: Path) -> 
     saved = daemon.call("ingest", {"text": "We keep the checklist in specs/016 next to the plan.", "wing": wing})
     fresh = daemon.call("wing_sessions", {"wing": wing})  # a write refreshes the cached listing
     assert fresh["total"] == 2 and fresh["sessions"][0]["first_drawer"] == saved["drawer_ids"][0]
+    # a drawer back in a known session: the counts are read again, the session starts re-used (the same number)
+    daemon.call("restore", {"drawer_id": [mid["drawer_id"]]})
+    again = daemon.call("wing_sessions", {"wing": wing})
+    codex = next(s for s in again["sessions"] if s["session_id"] == session["session_id"])
+    assert again["total"] == 2 and codex["drawers"] == session["drawers"]
+    assert {**codex, "drawers": 0} == {**session, "drawers": 0}
     with pytest.raises(RpcError) as err:
         daemon.call("session_drawers", {"drawer_id": "00000000-0000-4000-8000-000000000000"})
     assert err.value.code == NOT_FOUND
