@@ -1,8 +1,8 @@
 """The watchdog bridge: filesystem events from the observer thread into a bounded anyio stream.
 
 Events are hints, not the truth: a full stream (an event storm) sets ``overflowed`` and the daemon runs a
-reconcile scan instead, so a lost event never loses data. Directory events (created, moved) also trigger a
-scan of that directory.
+reconcile scan instead, so a lost event never loses data; until that scan starts, further events are
+dropped here (it covers them). Directory events (created, moved) also trigger a scan of that directory.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ class _Bridge(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
+        if self._watcher.overflowed:
+            return  # a reconcile scan is due and covers this event: no round trip into the loop for it
         self._push(event.src_path)
         dest = getattr(event, "dest_path", "")
         if dest:
