@@ -14,6 +14,7 @@ from mempald.ingest.units import subagent_context
 from mempald.normalize import claude_code
 from mempald.normalize.format import Input
 from mempald.normalize.model import CursorContext, Exchange, Line
+from tests.conftest import lines_of
 
 P = "claude_code/real2/projects"
 BYTE = f"{P}/-Users-cedricmukolonga-00-vibe-projects-byte-bridges/f156e813-a767-437a-898c-1110895e08b2.jsonl"
@@ -25,15 +26,6 @@ THANOS = f"{P}/-Users-jeremy-Projects-Thanos"
 IDE = f"{P}/D--ClaudeWorkspace/2089a09c-2a76-4c4f-beab-7b0448d03c39.jsonl"
 BASH = f"{P}/-Users-liuhanwen-Desktop-project-webtech-monorepo/b00e3a6d-0c94-4670-932c-6ccd373aa93e.jsonl"
 VW = f"{P}/-home-vwestberg-Claude/8c880a68-969b-4b92-8733-a4927179d072"
-
-
-def lines_of(path: Path) -> list[Line]:
-    out, off = [], 0
-    for raw in path.read_bytes().split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
 
 
 def parse(path: Path, ctx: CursorContext | None = None) -> tuple[list[Exchange], dict[int | None, int]]:

@@ -11,6 +11,7 @@ import pytest
 
 from mempald.normalize.codex import SOURCE_KIND, parse_lines, session_meta
 from mempald.normalize.model import INJECT_CLOSE, INJECT_OPEN, Line
+from tests.conftest import lines_of
 
 FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 ROLLOUT = "localpush_redacted_rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"
@@ -22,15 +23,6 @@ def codex_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"the shared Codex fixtures are not at {path} (they live beside the repo, not in it)")
     return path
-
-
-def lines_of(path: Path) -> list[Line]:
-    out, off = [], 0
-    for raw in path.read_bytes().split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
 
 
 def rec(rtype: str, payload: dict[str, Any], ts: str = "2026-01-01T00:00:00.000Z") -> dict[str, Any]:
