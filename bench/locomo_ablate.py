@@ -148,8 +148,8 @@ class Memo:
     def count(self, filters: Any) -> int:
         return int(self._once(("count", filters), lambda: self.inner.count(filters)))
 
-    def retrieve(self, ids: list[str], *, with_vectors: bool = False) -> list[Any]:
-        assert with_vectors  # ranking reads points with their vectors only
+    def retrieve(self, ids: list[str], *, with_vectors: bool = False, with_payload: bool = True) -> list[Any]:
+        assert with_vectors  # ranking reads points with their vectors only (and their payloads, or not)
         missing = [i for i in ids if i not in self.points]
         if missing:
             self.points.update({i: None for i in missing})

@@ -14,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = {"overview", "search", "search, wing + since + type", "drawer in its session", "session page",
          "wing timeline", "wing timeline, first view after a write to another wing",
-         "wing timeline, first view after a write to this wing", "knowledge graph",
+         "wing timeline, first view after a new session in this wing",
+         "wing timeline, first view after an exchange appended to one of its sessions", "knowledge graph",
          "graph of an entity + its timeline", "cowork inbox", "packs"}
 
 

@@ -41,14 +41,13 @@ import anyio.to_thread
 
 from mempald import logs
 from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, StoredPoint, StoreError
-from mempald.store.edge import LEGACY_SHARD, current_shard, set_current_shard
+from mempald.store.edge import BUILDING, LEGACY_SHARD, current_shard, remove_stale_shards, set_current_shard
 from mempald.store.gateway import StoreGateway
 from mempald.store.host import WRITES, damage_hint
 from mempald.store.space import MB, death_of, free_bytes, sparse_debt
 
 log = logs.get("store")
 
-BUILDING = ".building"
 # Writes kept for replay during one rebuild (points); past this the rebuild is dropped and retried later.
 JOURNAL_MAX_POINTS = 50_000
 START_TIMEOUT_S = 120.0
@@ -137,24 +136,6 @@ class _Host:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(5)
-
-
-def remove_stale_shards(path: Path) -> list[str]:
-    """Remove shard folders a rebuild left behind (not the current one). Only while nothing else uses them."""
-    current = current_shard(path)
-    if not (path / current).is_dir():
-        return []  # nothing to compare with (a new store, or a damaged one: touch nothing)
-    removed = []
-    for entry in path.iterdir() if path.is_dir() else ():
-        name = entry.name
-        stale = name.endswith(BUILDING) or (
-            name != current and (name == LEGACY_SHARD or name.startswith(LEGACY_SHARD + "-"))
-        )
-        if stale and entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-            (path / f".{name}.lock").unlink(missing_ok=True)  # its lock file (EdgeStore's), nobody holds it
-            removed.append(name)
-    return removed
 
 
 class HostedEdgeStore:
