@@ -28,10 +28,15 @@ def mempal_cli(env: dict[str, str], *args: str, timeout: float = 120) -> subproc
                           env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=timeout)
 def lines_of(path: Path) -> list[Line]:
     """A transcript's non-blank lines with their byte offsets, as the reader hands them to a normalizer."""
+    return lines_in(path.read_bytes())
+
+
+def lines_in(data: bytes) -> list[Line]:
+    """The non-blank lines of a transcript's bytes with their byte offsets (``lines_of`` for a file)."""
     from mempald.normalize.model import Line
 
     out, off = [], 0
-    for raw in path.read_bytes().split(b"\n"):
+    for raw in data.split(b"\n"):
         if raw.strip():
             out.append(Line(off, raw))
         off += len(raw) + 1

@@ -17,20 +17,11 @@ from mempald.ingest.units import read_export
 from mempald.normalize import registry
 from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.ledger import FOLDED, SKIPPED, STORED, Ledger
-from mempald.normalize.model import Line
+from tests.conftest import lines_in
 
 FORMATS = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "formats"
 SAMPLES = Path(__file__).resolve().parents[2] / "fixtures"
 DOCS = {"PROVENANCE.md", "SCHEMAS.md", "HOOKS_MCP.md", "README.md"}
-
-
-def lines_of(data: bytes) -> list[Line]:
-    out, off = [], 0
-    for raw in data.split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
 
 
 def units() -> Iterator[tuple[Path, Format]]:
@@ -67,7 +58,7 @@ def parse(path: Path, fmt: Format) -> tuple[Parsed, list[str | int]]:
         return parsed, refs
     data = path.read_bytes()
     if fmt.reads == "lines":
-        lines = lines_of(data)
+        lines = lines_in(data)
         return fmt.parse(Input(name=str(path), lines=lines)), [ln.offset for ln in lines]
     parsed = fmt.parse(Input(name=str(path), data=data))
     return parsed, document_refs(fmt.name, data)

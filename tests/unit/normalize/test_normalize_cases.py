@@ -13,7 +13,7 @@ from mempald.ingest.drawers import SourceInfo, build_drawers
 from mempald.ingest.units import folder_wing
 from mempald.normalize import aider, chatgpt, claude_ai, codex, gemini
 from mempald.normalize.format import Input
-from mempald.normalize.model import Line
+from tests.conftest import lines_in
 
 CODEX_142 = "codex/real2/rollout-2026-07-03T15-12-18-019f26d2-378f-7123-aaab-925df3e2bf7b.jsonl"
 CODEX_112 = "codex/real2/rollout-2026-03-09T16-29-31-019cd4b8-43b8-78a3-9985-04f6307807de.jsonl"
@@ -23,15 +23,6 @@ CHECKPOINT = ("gemini_cli/real2/tmp/9cfc5cfa6f8fd18d3d1ecfcfd77bd22358803e86899e
               "checkpoint-kvantum.json")
 
 
-def lines_of(data: bytes) -> list[Line]:
-    out, off = [], 0
-    for raw in data.split(b"\n"):
-        if raw.strip():
-            out.append(Line(off, raw))
-        off += len(raw) + 1
-    return out
-
-
 def jsonl(records: list[dict[str, Any]]) -> bytes:
     return b"\n".join(json.dumps(r, ensure_ascii=False).encode() for r in records) + b"\n"
 
@@ -39,7 +30,7 @@ def jsonl(records: list[dict[str, Any]]) -> bytes:
 # --- Codex ------------------------------------------------------------------------------------------------
 
 def test_codex_exec_command_reads_as_the_command_and_its_output(formats_dir: Path) -> None:
-    ex = codex.parse_lines(lines_of((formats_dir / CODEX_142).read_bytes()))
+    ex = codex.parse_lines(lines_in((formats_dir / CODEX_142).read_bytes()))
     assert [e.user for e in ex] == ["ubpb_c4_342M_sdar_g1这个jobs失败了，你能看到失败原因吗？",
                                     "你要ssh进GPU开发机去看这个文件"]
     first = ex[0].assistant.splitlines()
@@ -76,7 +67,7 @@ def test_codex_code_mode_exec_reads_as_its_tool_calls() -> None:
          "payload": {"type": "message", "role": "assistant", "content": [
              {"type": "output_text", "text": "All 12 web tests pass."}], "phase": "final_answer"}},
     ]
-    (e,) = codex.parse_lines(lines_of(jsonl(recs)))
+    (e,) = codex.parse_lines(lines_in(jsonl(recs)))
     assert e.assistant.splitlines() == [
         "[tool: exec_command] npm test -- --watch=false",
         "[tool: exec_command] sed -n '1,80p' src/app.ts",
@@ -88,7 +79,7 @@ def test_codex_code_mode_exec_reads_as_its_tool_calls() -> None:
 
 
 def test_codex_custom_prompts_are_marked_not_passed_off_as_typed(formats_dir: Path) -> None:
-    lines = lines_of((formats_dir / CODEX_112).read_bytes())
+    lines = lines_in((formats_dir / CODEX_112).read_bytes())
     num = {ln.offset: i + 1 for i, ln in enumerate(lines)}
     ex = codex.parse_lines(lines)
     # PROVENANCE: 13 prompts, 7 typed (79, 159, 270, 298, 395, 405, 428 as events; their copies one line up)
