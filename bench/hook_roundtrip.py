@@ -2,9 +2,11 @@
 
     python bench/hook_roundtrip.py [--n 50] [--drawers 10000] [--smoke] [--json PATH]
 
-Runs ``python -m mempal.hook prompt`` with Claude Code's hook JSON on stdin against a real daemon whose store
-is pre-filled with ``--drawers`` drawers (``bench/_prefill.py``); the hook asks the daemon for ``recall``
-(inbox + relevant memories, a search). Also times a bare ``python -c pass`` for the interpreter's own share.
+Runs the hook command ``mempal install-hooks`` writes, ``mempal-hook prompt`` (the console script beside this
+interpreter; ``python -m mempal.hook`` where it is not installed), with Claude Code's hook JSON on stdin, against
+a real daemon whose store is pre-filled with ``--drawers`` drawers (``bench/_prefill.py``); the hook asks the
+daemon for ``recall`` (inbox + relevant memories, a search). Also times a bare ``python -c pass`` for the
+interpreter's own share.
 The hook runs with bytecode caching on, as an installed package has it (pip compiles a wheel's modules when
 it installs them): a ``PYTHONDONTWRITEBYTECODE`` in this environment is dropped for the hook's process, and
 the warm-up runs write the client's ``.pyc`` files.
@@ -22,6 +24,8 @@ from typing import Any
 from _harness import REPO, Daemon, bench_env, loadavg, parser, report, sentence, size, summary, wait_idle
 from _prefill import prefilled
 
+from mempal.install_files import script
+
 
 def run_once(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
     t0 = time.perf_counter()
@@ -35,7 +39,8 @@ def main() -> None:
     args = ap.parse_args()
     n = size(args)
     n_drawers = args.drawers if args.drawers is not None else (300 if args.smoke else 10_000)
-    cmd = [sys.executable, "-m", "mempal.hook", "prompt"]
+    found = script("mempal-hook")
+    cmd = [found, "prompt"] if found else [sys.executable, "-m", "mempal.hook", "prompt"]
     rnd = random.Random(4)
     load_start = loadavg()
     with bench_env(keep=args.keep) as be:
@@ -56,7 +61,7 @@ def main() -> None:
                 if i >= 2:  # two warm-ups (page cache)
                     times.append(ms)
                     outputs += bool(out.stdout.strip())
-    res: dict[str, Any] = {"command": " ".join(cmd[1:]), "drawers": n_drawers,
+    res: dict[str, Any] = {"command": " ".join(cmd), "drawers": n_drawers,
            "hook_ms": summary(times), "python_bare_ms": summary(bare), "answers_with_context": outputs,
            "loadavg_start": load_start}
     report("hook_roundtrip", [

@@ -23,7 +23,10 @@ EVENT is one of
 Contract: read one JSON object from stdin, write stdout at most once at the end, exit 0 always. Any error,
 a daemon that is down or slow, bad input: no output at all (fail open). A hard deadline below the installed
 timeout guarantees an answer in time. Stdlib only, and only the small ``client`` modules, so the
-interpreter starts and answers in tens of milliseconds. ``MEMPAL_HOOK_DEBUG=1`` prints errors to stderr.
+interpreter starts and answers in tens of milliseconds: the prompt hook runs on every prompt, within 80 ms.
+Nothing on its path imports ``json``, ``socket``, ``signal``, ``pathlib`` or ``typing`` (each brings ``re`` or
+``enum`` and costs 10-30 ms of a process's start); it uses ``mempal.wirejson`` and the C modules under them, and
+a unit test keeps it so. ``MEMPAL_HOOK_DEBUG=1`` prints errors to stderr.
 
 Everything injected is wrapped in ``<mempal-context id="...">…</mempal-context>``: the normalizers drop
 such spans, so injected context never comes back as memory. After writing its output, a hook that injected
@@ -33,17 +36,20 @@ for the token figures in ``mempal status``.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
+from mempal import wirejson
 from mempal.connection import Connection
-from mempal.paths import runtime_dir
+from mempal.paths import runtime_dir_str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# the C module under ``signal`` (which imports enum): setitimer, SIGALRM and ITIMER_REAL are its own
+_signal: Any = sys.modules.get("signal") or __import__("_signal")
 
 # Must equal mempald.normalize.model.INJECT_OPEN / INJECT_CLOSE (a unit test checks); copied so a hook never
 # imports the daemon's package.
@@ -137,8 +143,8 @@ def call(method: str, params: dict[str, Any], *, timeout: float) -> Any:
 def _additional(event: str, text: str) -> str:
     context = wrap(text)
     _run.injected = (next((k for k, v in EVENTS.items() if v == event), event), context)
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
-                      ensure_ascii=False)
+    return wirejson.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
+                          ensure_ascii=False)
 
 
 def _report_injection() -> None:
@@ -181,23 +187,28 @@ def on_session_start(data: dict[str, Any], _agent_name: str) -> str | None:
 
 def bump_turns(session_id: str) -> int:
     """Count this session's turns in a small file under the runtime dir; returns the new count."""
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "unknown"
-    folder = runtime_dir() / COUNTER_DIR
-    path = folder / safe
+    folder = os.path.join(runtime_dir_str(), COUNTER_DIR)
+    path = os.path.join(folder, _safe(session_id))
     try:
-        count = int(path.read_text().strip() or 0)
+        with open(path, encoding="utf-8") as fh:
+            count = int(fh.read().strip() or 0)
     except (OSError, ValueError):
         count = 0
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         _prune(folder)
     count += 1
-    tmp = folder / f".{safe}.{os.getpid()}"
-    tmp.write_text(str(count))
+    tmp = os.path.join(folder, f".{_safe(session_id)}.{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(str(count))
     os.replace(tmp, path)
     return count
 
 
-def _prune(folder: Path, *, dirs: bool = False) -> None:
+def _safe(session_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "unknown"
+
+
+def _prune(folder: str, *, dirs: bool = False) -> None:
     """Remove what is older than a week in ``folder`` (files, or with ``dirs`` the folders of old sessions)."""
     cutoff = time.time() - COUNTER_MAX_AGE_S
     for entry in os.scandir(folder):
@@ -227,15 +238,18 @@ def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
     if mode == "ask":
         if transcript:
             # the ask is what matters here; if this fails the watcher catches the transcript up anyway
-            with contextlib.suppress(Exception):
+            try:
                 call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
-        return json.dumps({"decision": "block", "reason": ASK_REASON.format(count=count)}, ensure_ascii=False)
+            except Exception:
+                pass
+        return wirejson.dumps({"decision": "block", "reason": ASK_REASON.format(count=count)}, ensure_ascii=False)
     if not transcript:
         return None
     saved = call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
     n = saved.get("written") if isinstance(saved, dict) else None
     what = f"{n} drawer(s) written" if isinstance(n, int) and n else "already up to date"
-    return json.dumps({"systemMessage": f"mempal: this session is saved in memory ({what})."}, ensure_ascii=False)
+    return wirejson.dumps({"systemMessage": f"mempal: this session is saved in memory ({what})."},
+                          ensure_ascii=False)
 
 
 def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
@@ -246,20 +260,19 @@ def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
     return None
 
 
-def _session_dir(session_id: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120] or "unknown"
-    return runtime_dir() / SEEN_DIR / safe
+def _session_dir(session_id: str) -> str:
+    return os.path.join(runtime_dir_str(), SEEN_DIR, _safe(session_id))
 
 
-def claim_file(session_id: str, path: str) -> Path | None:
+def claim_file(session_id: str, path: str) -> str | None:
     """The marker of ``path`` in this session if this call is the first to claim it, else None."""
     folder = _session_dir(session_id)
-    if not folder.is_dir():
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _prune(folder.parent, dirs=True)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _prune(os.path.dirname(folder), dirs=True)
     import hashlib  # here, not at the top: it costs the other hooks milliseconds (OpenSSL)
 
-    marker = folder / hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    marker = os.path.join(folder, hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest()[:24])
     try:
         os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
@@ -290,7 +303,10 @@ def on_file(data: dict[str, Any], _agent_name: str) -> str | None:
     try:
         res = call("file_context", params, timeout=FILE_TIMEOUT)
     except BaseException:
-        marker.unlink(missing_ok=True)  # not answered: a later touch of the file may try again
+        try:
+            os.unlink(marker)  # not answered: a later touch of the file may try again
+        except OSError:
+            pass
         raise
     text = res.get("text") if isinstance(res, dict) else None
     if not isinstance(text, str) or not text.strip():
@@ -308,22 +324,22 @@ def run(args: list[str], stdin: bytes) -> str | None:
     handler = HANDLERS.get(event)
     if handler is None:
         raise ValueError(f"unknown hook event {event!r} (expected {', '.join(HANDLERS)})")
-    data = json.loads(stdin.decode("utf-8")) if stdin.strip() else {}
+    data = wirejson.loads(stdin.decode("utf-8")) if stdin.strip() else {}
     if not isinstance(data, dict):
         raise TypeError("hook input is not a JSON object")
     return handler(data, _agent(args, data))
 
 
 def _run_with_deadline(args: list[str]) -> str | None:
-    armed = hasattr(signal, "setitimer")
+    armed = hasattr(_signal, "setitimer")
     if armed:
-        signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, DEADLINES.get(args[0] if args else "", 4.0))
+        _signal.signal(_signal.SIGALRM, _on_alarm)
+        _signal.setitimer(_signal.ITIMER_REAL, DEADLINES.get(args[0] if args else "", 4.0))
     try:
         return run(args, sys.stdin.buffer.read())
     finally:
         if armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,8 +356,10 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except OSError:
             pass
-    with contextlib.suppress(BaseException):
+    try:
         _report_injection()
+    except BaseException:
+        pass
     return 0
 
 

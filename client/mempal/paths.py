@@ -17,82 +17,110 @@ The data directory is ``MEMPAL_DATA_DIR``, else the one ``mempald.config.data_di
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
+import stat
 import sys
 import time
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, NamedTuple
+
+from mempal import wirejson
+
+TYPE_CHECKING = False  # not typing's: the hook imports this module, and typing costs it ~20 ms at start
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
 SOCKET_NAME = "mempald.sock"
 POINTER_NAME = "daemon.json"
 APP = "mempald"
-RUN_USER = Path("/run/user")  # systemd-logind's per-user runtime dirs
+RUN_USER = "/run/user"  # systemd-logind's per-user runtime dirs
+
+# Every location is computed as a str (os.path); the functions without ``_str`` give it as a Path. pathlib is
+# imported only then: with re and urllib.parse it costs a hook process ~25 ms at start.
+
+
+def _path(value: str) -> Path:
+    from pathlib import Path
+
+    return Path(value)
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if environ is None else environ
 
 
-def _home(environ: Mapping[str, str]) -> Path:
+def _home(environ: Mapping[str, str]) -> str:
     home = environ.get("HOME", "")
-    return Path(home) if os.path.isabs(home) else Path.home()
+    return home if os.path.isabs(home) else os.path.expanduser("~")
 
 
-def _user_run_dir(run_user: Path) -> Path | None:
+def _user_run_dir(run_user: str | os.PathLike[str]) -> str | None:
     """``/run/user/<uid>`` when it is a real directory of ours."""
-    path = run_user / str(os.getuid())
+    path = os.path.join(run_user, str(os.getuid()))
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return None
-    return path if path.is_dir() and not path.is_symlink() and st.st_uid == os.getuid() else None
+    return path if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() else None
 
 
-def runtime_dir(environ: Mapping[str, str] | None = None, *, run_user: Path = RUN_USER) -> Path:
+def runtime_dir_str(environ: Mapping[str, str] | None = None, *,
+                    run_user: str | os.PathLike[str] = RUN_USER) -> str:
     """The socket's directory for this environment (``os.environ`` by default)."""
     environ = _env(environ)
     env = environ.get("MEMPAL_RUNTIME_DIR")
     if env:
-        return Path(env).expanduser()
+        return os.path.expanduser(env)
     xdg = environ.get("XDG_RUNTIME_DIR")
-    if xdg and Path(xdg).is_dir():
-        return Path(xdg) / APP
+    if xdg and os.path.isdir(xdg):
+        return os.path.join(xdg, APP)
     systemd = _user_run_dir(run_user)
     if systemd is not None:
-        return systemd / APP
+        return os.path.join(systemd, APP)
     if sys.platform == "darwin":
-        return _home(environ) / "Library" / "Caches" / APP / "run"
-    return Path("/tmp") / f"mempald-{os.getuid()}"
+        return os.path.join(_home(environ), "Library", "Caches", APP, "run")
+    return os.path.join("/tmp", f"mempald-{os.getuid()}")
 
 
-def socket_path(environ: Mapping[str, str] | None = None, *, run_user: Path = RUN_USER) -> Path:
+def runtime_dir(environ: Mapping[str, str] | None = None, *, run_user: str | os.PathLike[str] = RUN_USER) -> Path:
+    return _path(runtime_dir_str(environ, run_user=run_user))
+
+
+def socket_path_str(environ: Mapping[str, str] | None = None, *,
+                    run_user: str | os.PathLike[str] = RUN_USER) -> str:
     """Where the daemon listens in this environment (``os.environ`` by default)."""
     environ = _env(environ)
     env = environ.get("MEMPAL_SOCKET")
     if env:
-        return Path(env).expanduser()
-    return runtime_dir(environ, run_user=run_user) / SOCKET_NAME
+        return os.path.expanduser(env)
+    return os.path.join(runtime_dir_str(environ, run_user=run_user), SOCKET_NAME)
 
 
-def _xdg(environ: Mapping[str, str], key: str) -> Path | None:
+def socket_path(environ: Mapping[str, str] | None = None, *, run_user: str | os.PathLike[str] = RUN_USER) -> Path:
+    return _path(socket_path_str(environ, run_user=run_user))
+
+
+def _xdg(environ: Mapping[str, str], key: str) -> str | None:
     value = environ.get(key, "")
-    return Path(value) if os.path.isabs(value) else None
+    return value if os.path.isabs(value) else None
 
 
-def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+def data_dir_str(environ: Mapping[str, str] | None = None) -> str:
     """The daemon's data directory for this environment: the same answer as ``mempald.config.data_dir``."""
     environ = _env(environ)
     env = environ.get("MEMPAL_DATA_DIR")
     if env:
-        return Path(env).expanduser()
+        return os.path.expanduser(env)
     base = _xdg(environ, "XDG_DATA_HOME")
     if base is None:
         home = _home(environ)
-        base = home / "Library" / "Application Support" if sys.platform == "darwin" else home / ".local" / "share"
-    return base / APP
+        base = (os.path.join(home, "Library", "Application Support") if sys.platform == "darwin"
+                else os.path.join(home, ".local", "share"))
+    return os.path.join(base, APP)
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    return _path(data_dir_str(environ))
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -100,32 +128,55 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     environ = _env(environ)
     env = environ.get("MEMPAL_CONFIG_DIR")
     if env:
-        return Path(env).expanduser()
+        return _path(os.path.expanduser(env))
     base = _xdg(environ, "XDG_CONFIG_HOME")
     if base is None:
         home = _home(environ)
-        base = home / "Library" / "Application Support" if sys.platform == "darwin" else home / ".config"
-    return base / APP
+        base = (os.path.join(home, "Library", "Application Support") if sys.platform == "darwin"
+                else os.path.join(home, ".config"))
+    return _path(os.path.join(base, APP))
+
+
+class _Record:
+    """A small immutable record (``typing.NamedTuple`` would import typing)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
 
 
 # the pointer -------------------------------------------------------------------------------------------------
-class Pointer(NamedTuple):
+class Pointer(_Record):
     """What a running daemon says about itself in its data directory."""
 
-    socket: Path
-    pid: int
-    uid: int
-    data_dir: str
+    __slots__ = ("data_dir", "pid", "socket", "uid")
+
+    def __init__(self, socket: str, pid: int, uid: int, data_dir: str) -> None:
+        self.socket = socket
+        self.pid = pid
+        self.uid = uid
+        self.data_dir = data_dir
 
 
-def read_pointer(ddir: Path) -> Pointer | None:
+def read_pointer(ddir: str | os.PathLike[str]) -> Pointer | None:
     """The pointer in ``ddir`` (None when absent, unreadable or not ours)."""
     try:
-        raw: Any = json.loads((ddir / POINTER_NAME).read_text(encoding="utf-8"))
-        pointer = Pointer(Path(raw["socket"]), int(raw["pid"]), int(raw["uid"]), str(raw["data_dir"]))
+        with open(os.path.join(ddir, POINTER_NAME), encoding="utf-8") as fh:
+            raw: Any = wirejson.loads(fh.read())
+        pointer = Pointer(str(raw["socket"]), int(raw["pid"]), int(raw["uid"]), str(raw["data_dir"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return pointer if pointer.uid == os.getuid() and pointer.socket.is_absolute() else None
+    return pointer if pointer.uid == os.getuid() and os.path.isabs(pointer.socket) else None
 
 
 def publish_pointer(ddir: Path, socket: Path, *, version: str = "") -> Path | None:
@@ -139,11 +190,13 @@ def publish_pointer(ddir: Path, socket: Path, *, version: str = "") -> Path | No
         ddir.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh)
+            fh.write(wirejson.dumps(body))
         os.replace(tmp, target)
     except OSError:
-        with contextlib.suppress(OSError):
+        try:
             tmp.unlink()
+        except OSError:
+            pass
         return None
     return target
 
@@ -152,35 +205,41 @@ def withdraw_pointer(ddir: Path) -> None:
     """Daemon side, at shutdown: remove the pointer if this process wrote it."""
     pointer = read_pointer(ddir)
     if pointer is not None and pointer.pid == os.getpid():
-        with contextlib.suppress(OSError):
+        try:
             (ddir / POINTER_NAME).unlink()
+        except OSError:
+            pass
 
 
 # finding the daemon ----------------------------------------------------------------------------------------
-class Located(NamedTuple):
-    """Where a client will look for its daemon: the socket, how it was chosen, the data directory the daemon
-    must serve, and the pointer of that directory when it named this socket."""
+class Located(_Record):
+    """Where a client will look for its daemon: the socket, how it was chosen (MEMPAL_SOCKET |
+    MEMPAL_RUNTIME_DIR | pointer | default), the data directory the daemon must serve, and the pointer of that
+    directory when it named this socket. Paths as str (``socket_path``, ``data_dir`` give Paths)."""
 
-    socket: Path
-    how: str  # MEMPAL_SOCKET | MEMPAL_RUNTIME_DIR | pointer | default
-    data_dir: Path
-    pointer: Pointer | None
+    __slots__ = ("data_dir", "how", "pointer", "socket")
+
+    def __init__(self, socket: str, how: str, data_dir: str, pointer: Pointer | None) -> None:
+        self.socket = socket
+        self.how = how
+        self.data_dir = data_dir
+        self.pointer = pointer
 
 
-def locate(environ: Mapping[str, str] | None = None, *, run_user: Path = RUN_USER) -> Located:
+def locate(environ: Mapping[str, str] | None = None, *, run_user: str | os.PathLike[str] = RUN_USER) -> Located:
     """This client's daemon, in the order of the module docstring."""
     environ = _env(environ)
-    ddir = data_dir(environ)
+    ddir = data_dir_str(environ)
     pointer = read_pointer(ddir)
     explicit = environ.get("MEMPAL_SOCKET")
     if explicit:
-        path, how = Path(explicit).expanduser(), "MEMPAL_SOCKET"
+        path, how = os.path.expanduser(explicit), "MEMPAL_SOCKET"
     elif environ.get("MEMPAL_RUNTIME_DIR"):
-        path, how = runtime_dir(environ, run_user=run_user) / SOCKET_NAME, "MEMPAL_RUNTIME_DIR"
-    elif pointer is not None and pointer.socket.exists():
+        path, how = os.path.join(runtime_dir_str(environ, run_user=run_user), SOCKET_NAME), "MEMPAL_RUNTIME_DIR"
+    elif pointer is not None and os.path.exists(pointer.socket):
         path, how = pointer.socket, "pointer"
     else:
-        path, how = socket_path(environ, run_user=run_user), "default"
+        path, how = socket_path_str(environ, run_user=run_user), "default"
     same = pointer is not None and os.path.abspath(pointer.socket) == os.path.abspath(path)
     return Located(path, how, ddir, pointer if same else None)
 

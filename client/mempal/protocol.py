@@ -25,8 +25,11 @@ code   name                  meaning
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from mempal import wirejson
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -111,12 +114,12 @@ class RpcError(Exception):
 
 
 def _dumps(obj: Any) -> bytes:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    text = wirejson.dumps(obj, ensure_ascii=False)
     try:
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:
         # A lone surrogate (an id or a text cut inside an emoji) has no UTF-8 form: JSON's \u escapes carry it.
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+        return wirejson.dumps(obj, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 def encode_request(req_id: JsonId, method: str, params: dict[str, Any] | None = None) -> bytes:
@@ -144,7 +147,7 @@ def _valid_id(value: Any) -> bool:
 def decode_request(line: bytes) -> Request | ErrorReply:
     """Decode one line (without or with its trailing newline) into a request or an error reply."""
     try:
-        obj = json.loads(line.decode("utf-8"))
+        obj = wirejson.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return ErrorReply(None, PARSE_ERROR, "parse error: the line is not valid UTF-8 JSON")
     if not isinstance(obj, dict):
@@ -174,7 +177,7 @@ def decode_response(line: bytes) -> Response:
 
 
 def _decode_response(line: bytes) -> Response:
-    obj = json.loads(line.decode("utf-8"))
+    obj = wirejson.loads(line.decode("utf-8"))
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
         raise ValueError("not a JSON-RPC 2.0 response")
     req_id = obj.get("id")

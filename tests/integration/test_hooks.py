@@ -195,6 +195,21 @@ def test_prompt_hook_round_trip_time(live: Daemon) -> None:
     assert p95 < 1500  # the target is 80 ms on an idle machine; this only catches gross regressions
 
 
+@pytest.mark.timeout(240)
+def test_a_prompt_hook_run_that_injects_loads_no_slow_module(live: Daemon) -> None:
+    """The whole run (input, call, output, the injection report), not only the imports: nothing brings in
+    what would cost the process 10-30 ms of its start (tests/unit/client/test_wirejson.py has the list)."""
+    from tests.unit.client.test_wirejson import HEAVY
+
+    code = ("import sys; from mempal.hook import main; code = main(['prompt']); "
+            f"print(sorted(set({HEAVY!r}) & set(sys.modules)), file=sys.stderr); sys.exit(code)")
+    payload = json.dumps(base("UserPromptSubmit", prompt=RELEVANT, session_id="lean-run"))
+    res = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True,
+                         env={**live.env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=60)
+    assert "mix phx.server doesnt seem to start" in context_of(res, "UserPromptSubmit")
+    assert res.stderr.strip() == "[]"
+
+
 @pytest.mark.timeout(120)
 def test_every_hook_is_silent_and_fast_when_the_daemon_is_down(home: Path) -> None:
     env = dict(os.environ)

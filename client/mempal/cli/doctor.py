@@ -50,7 +50,7 @@ def check_daemon() -> tuple[Check, dict[str, object] | None]:
 
 def check_socket() -> Check:
     found = locate()  # where a client looks (the variables, the daemon's pointer, the default), as clients do
-    sock = found.socket
+    sock = Path(found.socket)
     if not sock.exists():
         return Check("socket", False, f"{sock} does not exist (found by {found.how})", "start the daemon")
     dmode, smode = _perm(sock.parent), _perm(sock)

@@ -73,7 +73,7 @@ def test_the_pointer_is_found_by_a_bare_environment_and_only_its_writer_withdraw
     assert paths.locate(bare).how == "default"
     sock.touch()
     found = paths.locate(bare)
-    assert (found.socket, found.how, found.data_dir) == (sock, "pointer", ddir)
+    assert (found.socket, found.how, found.data_dir) == (str(sock), "pointer", str(ddir))
     assert found.pointer is not None and found.pointer.pid == os.getpid()
     # explicit settings come first; the pointer is still attached when it names the same socket
     assert paths.locate({**bare, "MEMPAL_RUNTIME_DIR": str(sock.parent)}).pointer == found.pointer
