@@ -19,7 +19,7 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import DenseQueue, FileQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.scan import Scanner
-from mempald.state.db import Cursor, State
+from mempald.state.db import SourceFigures, State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
@@ -49,7 +49,7 @@ class StatusReport:
         self.started_at = time.time()
         self.ready = False
         self._store_cache: tuple[int, float, tuple[int, dict[str, int], dict[str, int]]] | None = None
-        self._state_cache: tuple[float, tuple[dict[str, Cursor], dict[str, dict[str, int]]]] | None = None
+        self._state_cache: tuple[float, tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]] | None = None
         self._state_cost = 0.0  # seconds the last read of the state figures took
 
     def idle(self) -> bool:
@@ -73,21 +73,22 @@ class StatusReport:
         self._store_cache = (writes, time.monotonic(), (total, wings, rooms))
         return total, wings, rooms
 
-    async def _state_figures(self, busy: bool) -> tuple[dict[str, Cursor], dict[str, dict[str, int]]]:
-        """Cursors and counters in one worker-thread hop (each hop costs a GIL hand-over while the ingest
-        runs); while backfilling, figures up to a second old are served from the cache."""
+    async def _state_figures(self, busy: bool) -> tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]:
+        """Per-source cursor figures and counters in one worker-thread hop (each hop costs a GIL hand-over while
+        the ingest runs); while files are being read, figures up to a second old (or twenty times what reading
+        them cost) are served from the cache."""
         cached = self._state_cache
         if cached is not None and busy and time.monotonic() - cached[0] < max(1.0, 20 * self._state_cost):
             return cached[1]
         started = time.monotonic()
-        figures = await anyio.to_thread.run_sync(lambda: (self.state.all_cursors(), self.state.counters()))
-        self._state_cost = time.monotonic() - started  # (20,000 files: 0.1-0.2 s here; then kept 2-4 s)
+        figures = await anyio.to_thread.run_sync(lambda: (self.state.source_figures(), self.state.counters()))
+        self._state_cost = time.monotonic() - started
         self._state_cache = (time.monotonic(), figures)
         return figures
 
     async def report(self) -> dict[str, Any]:
         """Everything ``status`` says. While files are being read, the state's figures are up to a second old,
-        or twenty times what reading them cost (all cursors: many files make it slow)."""
+        or twenty times what reading them cost."""
         # Progress is read before the figures: a status that says "scanned, nothing queued" then promises that
         # the counts below include everything the scan found (read after, they could be older than the backlog).
         missing = len(self.dense) + self.densifier.in_flight
@@ -97,18 +98,18 @@ class StatusReport:
         # dense backlog alone changes no count, and its writes do not invalidate the store figures anyway).
         reading = bool(file_backlog)
         total, wings, rooms = await self._store_figures(reading)
-        cursors, counters = await self._state_figures(reading)
+        per_source, counters = await self._state_figures(reading)
         pending = set(self.files.pending())
         sources = []
         for s in self.sources:
-            mine = [c for c in cursors.values() if c.source == s.key]
+            mine = per_source.get(s.key, SourceFigures())
             st = self.ingestor.status.get(s.key)
             sources.append({
                 "key": s.key, "path": str(s.root), "mode": s.mode, "format": s.fmt, "wing": s.wing,
-                "exists": s.root.exists(), "files": len(mine),
-                "exchanges": sum(c.exchanges for c in mine),
+                "exists": s.root.exists(), "files": mine.files,
+                "exchanges": mine.exchanges,
                 "backlog_files": _under(pending, s.root),
-                "backlog_bytes": sum(max(0, c.size - (c.context.read_end or c.offset)) for c in mine),
+                "backlog_bytes": mine.backlog_bytes,
                 "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
                 "skipped": dict(st.skipped) if st else {},
                 **_refused(self.scanner.refused.get(s.key, {})),

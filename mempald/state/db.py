@@ -82,6 +82,25 @@ def _context(raw: str, inode: int) -> CursorContext:
     return CursorContext.from_json(data if isinstance(data, dict) else {}, legacy_files=inode)
 
 
+@dataclass(frozen=True, slots=True)
+class SourceFigures:
+    """What ``status`` says about one source's files: how many have a cursor, the exchanges read from them, and
+    the bytes written to them that are not read yet."""
+
+    files: int = 0
+    exchanges: int = 0
+    backlog_bytes: int = 0
+
+
+# One aggregate over the cursors: decoding every cursor's context in Python cost status 0.1-0.2 s at 20,000
+# files. A context that is not valid JSON counts as having read to its offset (as ``_context`` reads it).
+_FIGURES = (
+    "SELECT source, COUNT(*), COALESCE(SUM(exchanges), 0), COALESCE(SUM(MAX(0, size - COALESCE(NULLIF(CASE WHEN"
+    " json_valid(context) THEN CAST(json_extract(context, '$.read_end') AS INTEGER) END, 0), offset))), 0)"
+    " FROM cursors GROUP BY source"
+)
+
+
 def _cursor(row: tuple[Any, ...]) -> Cursor:
     return Cursor(row[0], row[1], row[2], row[3], row[4], row[5], row[6], _context(row[7], row[2]), row[8])
 
@@ -153,6 +172,22 @@ class State:
         with self.lock:
             rows = self.conn.execute(q, args).fetchall()
         return {r[0]: _cursor(r) for r in rows}
+
+    def source_figures(self) -> dict[str, SourceFigures]:
+        """``SourceFigures`` per source key (sources without cursors are absent)."""
+        try:
+            with self.lock:
+                rows = self.conn.execute(_FIGURES).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such function" not in str(exc):
+                raise
+            out: dict[str, SourceFigures] = {}  # an SQLite built without its JSON functions
+            for c in self.all_cursors().values():
+                f = out.get(c.source, SourceFigures())
+                out[c.source] = SourceFigures(f.files + 1, f.exchanges + c.exchanges,
+                                              f.backlog_bytes + max(0, c.size - (c.context.read_end or c.offset)))
+            return out
+        return {r[0]: SourceFigures(int(r[1]), int(r[2]), int(r[3])) for r in rows}
 
     def put_cursor(self, c: Cursor) -> None:
         with self.lock:
