@@ -208,7 +208,7 @@ class Daemon:
     def loops(self) -> list[Loop]:
         """The long-running tasks, each owned by its component (started after the socket is bound)."""
         return [self.events.run, self.ingest_loops.run, self.ingest_loops.run_fresh, self.densifier.run,
-                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run]
+                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run]
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from mempald import __version__
+from mempald import __version__, logs
 from mempald.config import data_dir
 from mempald.embed.embedder import Embedder
 from mempald.features.keyword_reindex import KeywordReindex
@@ -25,6 +25,9 @@ from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import SpaceGuard
+
+log = logs.get("status")
+REFRESH_S = 1.0  # how often the figures are refreshed while files are being read
 
 
 class StatusReport:
@@ -48,47 +51,71 @@ class StatusReport:
         self.keywords = keywords  # keyword vectors of another tokenizer (it says so until reindex runs)
         self.started_at = time.time()
         self.ready = False
-        self._store_cache: tuple[int, float, tuple[int, dict[str, int], dict[str, int]]] | None = None
-        self._state_cache: tuple[float, tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]] | None = None
-        self._state_cost = 0.0  # seconds the last read of the state figures took
+        # the figures status serves while files are being read (``run`` refreshes them): the store's with the
+        # write count they were read at, the state's, the queue's
+        self._store_cache: tuple[int, tuple[int, dict[str, int], dict[str, int]]] | None = None
+        self._state_cache: tuple[dict[str, SourceFigures], dict[str, dict[str, int]]] | None = None
+        self._queued_cache: dict[str, int] | None = None
 
     def idle(self) -> bool:
         """Nothing queued or in flight: every file read, every drawer embedded."""
         return not (len(self.dense) or self.densifier.in_flight or len(self.files) or self.files.active)
 
-    async def _store_figures(self, busy: bool) -> tuple[int, dict[str, int], dict[str, int]]:
-        """Drawer count and wing/room facets. Exact facets cost tens of ms at 100k drawers and would queue
-        behind the store's other work, so they are cached and recomputed only after a write; while the daemon
-        is reading files (``busy``) the cached figures are served for up to a second, or longer while the store is
-        in use. When nothing is queued they are always exact."""
-        cached = self._store_cache
+    def reading(self) -> bool:
+        """Files are queued or being read."""
+        return bool(len(self.files) or self.files.active)
+
+    async def run(self) -> None:
+        """While files are being read, refresh the figures ``status`` serves every ``REFRESH_S`` in the
+        background: a status call then never waits for them (the facets queue behind the ingest's writes in the
+        store: a call that refreshed them took 40-120 ms during a burst of small files, every second)."""
+        while True:
+            await anyio.sleep(REFRESH_S)
+            if not self.reading():
+                continue
+            try:
+                await self._refresh_store()
+                await self._refresh_state()
+                self._refresh_queued()
+            except Exception as exc:  # a store or state error: status reports it when asked; the loop goes on
+                log.warning("status_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def _refresh_store(self) -> tuple[int, dict[str, int], dict[str, int]]:
         writes = self.store.writes
+        cached = self._store_cache
         if cached is not None and cached[0] == writes:
-            return cached[2]
-        if cached is not None and busy and (time.monotonic() - cached[1] < 1.0 or self.store.busy):
-            return cached[2]
+            return cached[1]
         total = await self.store.count(Filters())
         wings = await self.store.facet("wing", Filters())
         rooms = await self.store.facet("room", Filters())
-        self._store_cache = (writes, time.monotonic(), (total, wings, rooms))
+        self._store_cache = (writes, (total, wings, rooms))
         return total, wings, rooms
 
-    async def _state_figures(self, busy: bool) -> tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]:
-        """Per-source cursor figures and counters in one worker-thread hop (each hop costs a GIL hand-over while
-        the ingest runs); while files are being read, figures up to a second old (or twenty times what reading
-        them cost) are served from the cache."""
-        cached = self._state_cache
-        if cached is not None and busy and time.monotonic() - cached[0] < max(1.0, 20 * self._state_cost):
-            return cached[1]
-        started = time.monotonic()
+    async def _refresh_state(self) -> tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]:
+        # one worker-thread hop for both (each hop costs a GIL hand-over while the ingest runs)
         figures = await anyio.to_thread.run_sync(lambda: (self.state.source_figures(), self.state.counters()))
-        self._state_cost = time.monotonic() - started
-        self._state_cache = (time.monotonic(), figures)
+        self._state_cache = figures
         return figures
 
+    def _refresh_queued(self) -> dict[str, int]:
+        pending = self.files.pending()
+        counts = {s.key: _under(pending, s.root) for s in self.sources}
+        self._queued_cache = counts
+        return counts
+
+    async def _figures(self, reading: bool) -> tuple[tuple[int, dict[str, int], dict[str, int]],
+                                                     tuple[dict[str, SourceFigures], dict[str, dict[str, int]]],
+                                                     dict[str, int]]:
+        """Drawer count and wing/room facets, per-source cursor figures and counters, queued files per source.
+        While files are being read the ones ``run`` keeps (at most a second or so old) are served; otherwise
+        they are exact (the store's only recomputed after a write: exact facets cost tens of ms at 100k)."""
+        store, state, queued = self._store_cache, self._state_cache, self._queued_cache
+        if reading and store is not None and state is not None and queued is not None:
+            return store[1], state, queued
+        return await self._refresh_store(), await self._refresh_state(), self._refresh_queued()
+
     async def report(self) -> dict[str, Any]:
-        """Everything ``status`` says. While files are being read, the state's figures are up to a second old,
-        or twenty times what reading them cost."""
+        """Everything ``status`` says. While files are being read, its counts are about a second old (``run``)."""
         # Progress is read before the figures: a status that says "scanned, nothing queued" then promises that
         # the counts below include everything the scan found (read after, they could be older than the backlog).
         missing = len(self.dense) + self.densifier.in_flight
@@ -96,10 +123,7 @@ class StatusReport:
         scans = self.scanner.scans_done
         # Cached figures only while files are being read: once none is queued the counts must be exact (a
         # dense backlog alone changes no count, and its writes do not invalidate the store figures anyway).
-        reading = bool(file_backlog)
-        total, wings, rooms = await self._store_figures(reading)
-        per_source, counters = await self._state_figures(reading)
-        pending = set(self.files.pending())
+        (total, wings, rooms), (per_source, counters), queued = await self._figures(bool(file_backlog))
         sources = []
         for s in self.sources:
             mine = per_source.get(s.key, SourceFigures())
@@ -108,7 +132,7 @@ class StatusReport:
                 "key": s.key, "path": str(s.root), "mode": s.mode, "format": s.fmt, "wing": s.wing,
                 "exists": s.root.exists(), "files": mine.files,
                 "exchanges": mine.exchanges,
-                "backlog_files": _under(pending, s.root),
+                "backlog_files": queued.get(s.key, 0),
                 "backlog_bytes": mine.backlog_bytes,
                 "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
                 "skipped": dict(st.skipped) if st else {},
