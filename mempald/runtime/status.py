@@ -77,7 +77,10 @@ class StatusReport:
                 await self._refresh_store()
                 await self._refresh_state()
                 self._refresh_queued()
-            except Exception as exc:  # a store or state error: status reports it when asked; the loop goes on
+            except Exception as exc:
+                # The store is down or paused (or the state cannot be read): status must say so, not serve the
+                # figures from before. Without them, its calls read for themselves and get the error.
+                self._store_cache = self._state_cache = self._queued_cache = None
                 log.warning("status_refresh_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def _refresh_store(self) -> tuple[int, dict[str, int], dict[str, int]]:
