@@ -56,6 +56,7 @@ class StatusReport:
         self._store_cache: tuple[int, tuple[int, dict[str, int], dict[str, int]]] | None = None
         self._state_cache: tuple[dict[str, SourceFigures], dict[str, dict[str, int]]] | None = None
         self._queued_cache: dict[str, int] | None = None
+        self._refresh_error = ""  # the last error of the background refresh (logged once)
 
     def idle(self) -> bool:
         """Nothing queued or in flight: every file read, every drawer embedded."""
@@ -77,11 +78,15 @@ class StatusReport:
                 await self._refresh_store()
                 await self._refresh_state()
                 self._refresh_queued()
+                self._refresh_error = ""
             except Exception as exc:
                 # The store is down or paused (or the state cannot be read): status must say so, not serve the
                 # figures from before. Without them, its calls read for themselves and get the error.
                 self._store_cache = self._state_cache = self._queued_cache = None
-                log.warning("status_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                if error != self._refresh_error:  # once per error, not every second
+                    log.warning("status_refresh_failed", error=error)
+                self._refresh_error = error
 
     async def _refresh_store(self) -> tuple[int, dict[str, int], dict[str, int]]:
         writes = self.store.writes
