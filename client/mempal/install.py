@@ -3,16 +3,18 @@ mempal with Claude Code and Codex.
 
 Rules for every file touched here (``mempal.install_files``): merge, never clobber (other hooks, other servers
 and every other key stay as they were); idempotent; a backup before a change; atomic writes; ``--dry-run``
-prints what the file would become. mempal's own hook handlers are recognised by their command (``mempal-hook``
-or ``-m mempal.hook``), so ``uninstall-hooks`` removes exactly those, and a re-install replaces a stale one (an
-old path) in place.
+prints what the file would become. A hook command is this Python running the hook's entry
+(``/venv/bin/python3 -P -c 'from mempal.hook import entry; entry()' prompt``: the fastest start, see
+``HOOK_ENTRY``); mempal's own handlers are recognised by their command (that, or ``mempal-hook`` and
+``-m mempal.hook`` of earlier releases), so ``uninstall-hooks`` removes exactly those, and a re-install replaces
+a stale one (an old path) in place.
 
 Where: Claude Code hooks in ``~/.claude/settings.json`` (``--scope user``, the default) or
 ``.claude/settings.json`` of the current directory (``--scope project``); Codex hooks (``--codex``) in
 ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) or ``.codex/hooks.json``. Codex gets every hook but the file
 gate (PreToolUse on Claude Code's file tools, which Codex does not have). When this palace lives where a bare
 environment would not find it (``mempal.paths.pinned_env``), the hook commands carry those variables
-(``env MEMPAL_DATA_DIR=... mempal-hook prompt``). Stdlib only.
+(``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -c ... prompt``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ from mempal.install_files import (
     codex_warning,
     read_json,
     report,
-    script,
 )
 from mempal.install_mcp import cmd_install_mcp, register_install_mcp
 from mempal.paths import pinned_env
 
-# "-m hooks.run": how releases before 0.2 ran the hook as a module; recognised so uninstall removes those too.
-HOOK_MARKERS = ("mempal-hook", "-m mempal.hook", "-m hooks.run")
+# What the hook commands run: this Python, -P (the agent's cwd, the project, is not put on sys.path), the hook's
+# entry. Neither a console script (pip's older wrappers import re: 13 ms of every prompt) nor -m (runpy: 8 ms).
+HOOK_ENTRY = "from mempal.hook import entry; entry()"
+# "mempal-hook" and "-m mempal.hook": how earlier releases ran it; "-m hooks.run": releases before 0.2.
+# Recognised so that uninstall removes those too and a re-install replaces them.
+HOOK_MARKERS = ("mempal-hook", "-m mempal.hook", "-m hooks.run", HOOK_ENTRY)
 CLAUDE_ONLY = ("PreToolUse",)  # the file gate matches Claude Code's tool names
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -60,8 +65,7 @@ def codex_hooks_path(scope: str) -> Path:
 
 
 def hook_command_prefix() -> str:
-    found = script("mempal-hook")
-    prefix = shlex.quote(found) if found else f"{shlex.quote(sys.executable)} -m mempal.hook"
+    prefix = f"{shlex.quote(sys.executable)} -P -c {shlex.quote(HOOK_ENTRY)}"
     pins = pinned_env()
     if pins:
         prefix = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(pins.items())) + " " + prefix
@@ -196,8 +200,6 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     for change in changes:
         report(change, "mempal hooks", dry_run=args.dry_run)
-    if script("mempal-hook") is None:
-        _say("note: mempal-hook is not installed as a script; the hooks run it as a module of this Python")
     if any(c.changed for c in changes) and not args.dry_run:
         _say("Claude Code reads hooks at startup: restart it, or review them in /hooks.")
     if args.codex:

@@ -196,6 +196,24 @@ def test_prompt_hook_round_trip_time(live: Daemon) -> None:
 
 
 @pytest.mark.timeout(240)
+def test_the_command_install_hooks_writes_injects_memories(live: Daemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UserPromptSubmit command as install-hooks writes it (this Python, -P, the hook's entry; the palace's
+    location pinned), run by a shell from another directory, as Claude Code runs it."""
+    from mempal import install
+
+    for key, value in live.env.items():
+        if key.startswith(("MEMPAL_", "XDG_")) or key == "HOME":
+            monkeypatch.setenv(key, value)
+    groups = install.hook_entries(install.hook_command_prefix())["UserPromptSubmit"]
+    cmd = groups[0]["hooks"][0]["command"]
+    assert install.HOOK_ENTRY in cmd and " -P " in cmd
+    payload = json.dumps(base("UserPromptSubmit", prompt=RELEVANT, session_id="installed-command"))
+    res = subprocess.run(cmd, shell=True, input=payload, capture_output=True, text=True, timeout=60,
+                         env={**live.env, "PYTHONPATH": str(REPO)}, cwd=live.env["HOME"])
+    assert "mix phx.server doesnt seem to start" in context_of(res, "UserPromptSubmit")
+
+
+@pytest.mark.timeout(240)
 def test_a_prompt_hook_run_that_injects_loads_no_slow_module(live: Daemon) -> None:
     """The whole run (input, call, output, the injection report), not only the imports: nothing brings in
     what would cost the process 10-30 ms of its start (tests/unit/client/test_wirejson.py has the list)."""
