@@ -187,8 +187,8 @@ def on_session_start(data: dict[str, Any], _agent_name: str) -> str | None:
 
 def bump_turns(session_id: str) -> int:
     """Count this session's turns in a small file under the runtime dir; returns the new count."""
-    folder = os.path.join(runtime_dir_str(), COUNTER_DIR)
-    path = os.path.join(folder, _safe(session_id))
+    folder, safe = os.path.join(runtime_dir_str(), COUNTER_DIR), _safe(session_id)
+    path = os.path.join(folder, safe)
     try:
         with open(path, encoding="utf-8") as fh:
             count = int(fh.read().strip() or 0)
@@ -197,7 +197,7 @@ def bump_turns(session_id: str) -> int:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         _prune(folder)
     count += 1
-    tmp = os.path.join(folder, f".{_safe(session_id)}.{os.getpid()}")
+    tmp = os.path.join(folder, f".{safe}.{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(str(count))
     os.replace(tmp, path)

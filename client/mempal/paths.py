@@ -23,6 +23,7 @@ import sys
 import time
 
 from mempal import wirejson
+from mempal.protocol import Record
 
 TYPE_CHECKING = False  # not typing's: the hook imports this module, and typing costs it ~20 ms at start
 if TYPE_CHECKING:
@@ -137,26 +138,8 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return _path(os.path.join(base, APP))
 
 
-class _Record:
-    """A small immutable record (``typing.NamedTuple`` would import typing)."""
-
-    __slots__: tuple[str, ...] = ()
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
-
-
 # the pointer -------------------------------------------------------------------------------------------------
-class Pointer(_Record):
+class Pointer(Record):
     """What a running daemon says about itself in its data directory."""
 
     __slots__ = ("data_dir", "pid", "socket", "uid")
@@ -212,7 +195,7 @@ def withdraw_pointer(ddir: Path) -> None:
 
 
 # finding the daemon ----------------------------------------------------------------------------------------
-class Located(_Record):
+class Located(Record):
     """Where a client will look for its daemon: the socket, how it was chosen (MEMPAL_SOCKET |
     MEMPAL_RUNTIME_DIR | pointer | default), the data directory the daemon must serve, and the pointer of that
     directory when it named this socket. Paths as str (``socket_path``, ``data_dir`` give Paths)."""

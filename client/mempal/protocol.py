@@ -49,8 +49,9 @@ DEFAULT_MAX_LINE = 1024 * 1024
 JsonId = int | str | None
 
 
-class _Record:
-    """A tiny immutable record (no ``dataclasses``: importing it costs hooks ~5 ms at every start)."""
+class Record:
+    """A tiny immutable record (no ``dataclasses`` or ``typing.NamedTuple``: importing them costs hooks ms at
+    every start). Subclasses name their fields in ``__slots__`` and set them in ``__init__``."""
 
     __slots__: tuple[str, ...] = ()
 
@@ -58,7 +59,7 @@ class _Record:
         return tuple(getattr(self, k) for k in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Record) and type(other) is type(self) and self._values() == other._values()
+        return isinstance(other, Record) and type(other) is type(self) and self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash(self._values())
@@ -68,7 +69,7 @@ class _Record:
         return f"{type(self).__name__}({fields})"
 
 
-class Request(_Record):
+class Request(Record):
     __slots__ = ("id", "method", "params")
 
     def __init__(self, id: JsonId, method: str, params: dict[str, Any]) -> None:
@@ -81,7 +82,7 @@ class Request(_Record):
         return self.id is None
 
 
-class ErrorReply(_Record):
+class ErrorReply(Record):
     __slots__ = ("code", "data", "id", "message")
 
     def __init__(self, id: JsonId, code: int, message: str, data: Any = None) -> None:
@@ -94,7 +95,7 @@ class ErrorReply(_Record):
         return encode_error(self.id, self.code, self.message, self.data)
 
 
-class Response(_Record):
+class Response(Record):
     __slots__ = ("error", "id", "result")
 
     def __init__(self, id: JsonId, result: Any = None, error: ErrorReply | None = None) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -107,7 +105,7 @@ class StatusReport:
 
     def _refresh_queued(self) -> dict[str, int]:
         pending = self.files.pending()
-        counts = {s.key: _under(pending, s.root) for s in self.sources}
+        counts = {s.key: s.count_owned(pending) for s in self.sources}
         self._queued_cache = counts
         return counts
 
@@ -191,12 +189,3 @@ def _refused(found: dict[str, str]) -> dict[str, Any]:
     for reason in found.values():
         counts[reason] = counts.get(reason, 0) + 1
     return {"refused": counts, "refused_paths": dict(list(found.items())[:REFUSED_LISTED])}
-
-
-def _under(paths: Iterable[str], root: Path) -> int:
-    """How many of ``paths`` (absolute, as the file queue holds them) are ``root`` or lie under it: a string
-    test, as ``status`` counts every queued file per source (``Path.relative_to`` for each of 20,000 queued
-    files took 0.2 s of every status call)."""
-    base = str(root)
-    prefix = base if base.endswith("/") else base + "/"
-    return sum(1 for p in paths if p == base or p.startswith(prefix))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,12 +26,22 @@ class Source:
     output: str = ""
     exclude: ExcludeFilter | None = field(default=None, compare=False, repr=False)  # the user's exclusions
 
-    def owns(self, path: Path) -> bool:
-        try:
-            path.relative_to(self.root)
-        except ValueError:
-            return path == self.root
-        return True
+    def owns(self, path: Path | str) -> bool:
+        """``path`` is the root or lies under it (lexically, as ``Path.relative_to`` says; a str must be a
+        normalised absolute path, as the file queue holds them)."""
+        base, prefix = self._prefix()
+        p = os.fspath(path)
+        return p == base or p.startswith(prefix)
+
+    def count_owned(self, paths: Iterable[str]) -> int:
+        """How many of ``paths`` (str, as ``owns`` takes them) this source owns: a string test, as ``status``
+        counts every queued file per source (``Path.relative_to`` over 20,000 queued files took 0.2 s)."""
+        base, prefix = self._prefix()
+        return sum(1 for p in paths if p == base or p.startswith(prefix))
+
+    def _prefix(self) -> tuple[str, str]:
+        base = str(self.root)
+        return base, base if base.endswith("/") else base + "/"
 
     def pack_output(self) -> Path:
         return Path(self.output).expanduser() if self.output else self.root / "packed"

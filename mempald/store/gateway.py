@@ -29,10 +29,6 @@ class StoreGateway:
     def location(self) -> str:
         return self.store.location
 
-    @property
-    def busy(self) -> bool:
-        return self.limiter.borrowed_tokens > 0 or self.limiter.statistics().tasks_waiting > 0
-
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
 

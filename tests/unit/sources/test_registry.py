@@ -40,3 +40,18 @@ def test_a_watched_slack_export_is_a_slack_source(tmp_path: Path) -> None:
     assert src.export_folder(tmp_path / "team" / "general" / "2024-01-02.json") == tmp_path / "team"
     projects = Source("projects:x", tmp_path, "projects", "auto")
     assert projects.export_folder(tmp_path / "team" / "users.json") is None  # code repos read files
+
+
+def test_ownership_is_what_path_relative_to_says_for_paths_and_strings() -> None:
+    src = Source("convos:x", Path("/home/u/.claude/projects"), "convos", "auto")
+    cases = ["/home/u/.claude/projects", "/home/u/.claude/projects/a/b.jsonl", "/home/u/.claude/projects2/x.jsonl",
+             "/home/u/.claude", "relative/projects/x.jsonl", "/home/u/.claude/projects/../x"]
+    for case in cases:
+        try:
+            Path(case).relative_to(src.root)
+            expected = True
+        except ValueError:
+            expected = False
+        assert src.owns(Path(case)) is expected and src.owns(case) is expected, case
+    assert src.count_owned(cases) == 3
+    assert Source("all", Path("/"), "convos", "auto").count_owned(cases) == 5
