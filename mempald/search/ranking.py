@@ -156,6 +156,7 @@ def _relevance(store: Store, request: RankRequest, ids: list[str], sparse_hits: 
     n_total = _point_count(store)
     idf, ceiling = _query_idf(request.sparse, sample, points, n_total)
     query_total = sum(idf.values())
+    cosines = _cosines(request.dense, {i: p.dense for i, p in points.items() if i not in raw_dense})
 
     def own(i: str) -> dict[str, float]:
         p = points.get(i)
@@ -163,7 +164,7 @@ def _relevance(store: Store, request: RankRequest, ids: list[str], sparse_hits: 
             return dict(_NO_EVIDENCE)
         dense = raw_dense.get(i)
         if dense is None:
-            dense = _cosine(request.dense, p.dense)
+            dense = cosines.get(i, 0.0)
         terms = set(p.sparse.indices) if p.sparse is not None else set()
         coverage, rarity = fusion.keyword_evidence((w for t, w in idf.items() if t in terms), query_total, ceiling)
         return {"dense": round(dense, 4), "keyword": round(coverage, 4), "rarity": round(rarity, 4),
@@ -219,12 +220,17 @@ def _query_idf(query: SparseVec, sample: list[Hit], points: Mapping[str, StoredP
     return idf, ceiling
 
 
-def _cosine(a: Sequence[float], b: Sequence[float] | None) -> float:
-    if not b:
-        return 0.0
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    den = float(np.linalg.norm(va) * np.linalg.norm(vb))
-    return float(va @ vb) / den if den > 0 else 0.0
+def _cosines(query: Sequence[float], vectors: Mapping[str, Sequence[float] | None]) -> dict[str, float]:
+    """The cosine of ``query`` with each of ``vectors`` (0 for a missing or zero vector), in one product."""
+    have = [(i, v) for i, v in vectors.items() if v]
+    if not have:
+        return {}
+    m = np.asarray([v for _, v in have], dtype=float)
+    q = np.asarray(query, dtype=float)
+    den = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+    dots = m @ q
+    cos = np.divide(dots, den, out=np.zeros_like(dots), where=den > 0)
+    return {i: float(c) for (i, _), c in zip(have, cos, strict=True)}
 
 
 def _adjacent(positions: Mapping[str, tuple[Hashable, int]]) -> dict[str, tuple[Hashable, int]]:
