@@ -12,11 +12,13 @@ Pipeline (each default kept only where its gain holds on both halves of LoCoMo's
 4. neighbours: a strong hit lifts the drawer before it in its session (a drawer is indexed with the one
    before it, so a context match points back) and, when the hit asks something, the drawer after it (the
    answer follows its question); neighbours of the top hits are fetched when not among the candidates;
-5. session strength (off by default: it failed the fold check, ``bench/RESEARCH_locomo.md``): drawers of
+5. speaker (off by default: LoCoMo's adversarial questions lose by it, ``bench/RESEARCH_locomo.md``): drawers
+   said by someone the query names rise;
+6. session strength (off by default: it failed the fold check, ``bench/RESEARCH_locomo.md``): drawers of
    sessions with several good hits rise;
-6. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
-7. near-identical hits are de-duplicated (checked until ``limit`` hits are kept);
-8. relevance: each hit kept gets one calibrated score (``fusion.relevance``, a probability) from its dense
+7. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
+8. near-identical hits are de-duplicated (checked until ``limit`` hits are kept);
+9. relevance: each hit kept gets one calibrated score (``fusion.relevance``, a probability) from its dense
    cosine and its keyword evidence (the IDF-weighted share of the query's terms it holds, and how rare they
    are); the IDFs are read back from the store's own BM25 scores.  A hit lifted by a neighbour inherits the
    neighbour's relevance times the same share.  Hits below ``min_relevance`` are dropped: a query that
@@ -50,6 +52,7 @@ class SearchOptions:
     dense_weight: float = fusion.DEFAULT_DENSE_WEIGHT
     candidates: int = fusion.DEFAULT_DEPTH
     temporal_boost: float = fusion.DEFAULT_TEMPORAL_BOOST
+    speaker_boost: float = fusion.DEFAULT_SPEAKER_BOOST  # to drawers said by someone the query names
     neighbour_decay: float = fusion.DEFAULT_NEIGHBOUR_DECAY  # to the drawer before a hit
     neighbour_forward: float = fusion.DEFAULT_NEIGHBOUR_FORWARD  # to the drawer after a hit
     question_forward: float = fusion.DEFAULT_QUESTION_FORWARD  # to the drawer after a hit that asks something
@@ -99,6 +102,9 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
             ranked, _adjacent(positions), opts.neighbour_decay, forward_decay=opts.neighbour_forward,
             questions=asks, question_forward=opts.question_forward,
         )
+    if opts.speaker_boost > 0:  # off by default: it fails the fold check (bench/RESEARCH_locomo.md)
+        ranked = fusion.speaker_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()}, query,
+                                      opts.speaker_boost)
     positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
     if opts.session_weight > 0:
         ranked = fusion.session_boost(ranked, positions, opts.session_weight, opts.session_top)
