@@ -20,8 +20,10 @@ from mempald.text.redact_rules import (
     ASSIGN,
     ASSIGN_KEYS,
     ASSIGN_MIN,
+    ASSIGN_NEEDLES,
     CONTEXT_RULES,
     TOKEN_RULES,
+    URL_NEEDLES,
     URL_PASSWORD,
     Rule,
     assignment_ok,
@@ -83,8 +85,14 @@ def _bump(counts: dict[str, int], kind: str) -> None:
     counts[kind] = counts.get(kind, 0) + 1
 
 
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    return not needles or any(n in text for n in needles)
+
+
 def _apply_rule(text: str, rule: Rule, counts: dict[str, int]) -> str:
-    kind, rx, group, ok = rule
+    kind, rx, group, ok = rule.kind, rule.rx, rule.group, rule.ok
+    if not _holds(text.casefold() if rule.fold else text, rule.needles):
+        return text
 
     def sub(m: re.Match[str]) -> str:
         secret = m.group(group)
@@ -122,9 +130,12 @@ def _redact_pass(text: str, counts: dict[str, int]) -> str:
     text = _redact_pem(text, counts)
     for rule in TOKEN_RULES:
         text = _apply_rule(text, rule, counts)
-    text = URL_PASSWORD.sub(lambda m: _redact_url(m, counts), text)
+    if _holds(text, URL_NEEDLES):
+        text = URL_PASSWORD.sub(lambda m: _redact_url(m, counts), text)
     for rule in CONTEXT_RULES:
         text = _apply_rule(text, rule, counts)
+    if not _holds(text.casefold(), ASSIGN_NEEDLES):
+        return text
     return ASSIGN.sub(lambda m: _redact_assignment(m, counts), text)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 PH = r"(?!\[REDACTED:)"  # never re-redact a placeholder
 _B = r"(?<![A-Za-z0-9_\-])"  # characters that may sit right before/after a token without being part of it
@@ -100,67 +101,92 @@ def env_ok(value: str) -> bool:
     return has_digit(value) or not IDENT.match(value)
 
 
-Rule = tuple[str, re.Pattern[str], int, Callable[[str], bool] | None]
+class Rule(NamedTuple):
+    """One shape: ``kind`` (the placeholder's name), the pattern, the group holding the secret, its validator,
+    and ``needles``: strings of which every match holds one (in the casefolded text with ``fold``, for a pattern
+    that ignores case), so that a text holding none is not scanned (most texts hold none; the scans were a third
+    of reading a transcript). A needle must be a part of every match: ``"-u"`` for ``-u|--user``."""
+
+    kind: str
+    rx: re.Pattern[str]
+    group: int
+    ok: Callable[[str], bool] | None
+    needles: tuple[str, ...] = ()
+    fold: bool = False
 
 TOKEN_RULES: list[Rule] = [
     # Slack file-download URLs carry a token in the query string: keep the parameter, drop the token.
-    ("slack_download_token", re.compile(r"([?&]t=)" + PH + r"(xox[a-z]-[A-Za-z0-9%\-]{10,})"), 2, None),
-    ("anthropic_key", re.compile(_B + r"(sk-ant-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
-    ("openai_key", re.compile(_B + r"(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})" + _E), 1, openai_ok),
-    ("github_token", re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9_])"), 1, token_ok),
-    ("github_token", re.compile(r"(?<![A-Za-z0-9_])(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"), 1, token_ok),
-    ("gitlab_token", re.compile(_B + r"(glpat-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
-    ("slack_token", re.compile(_B + r"(xox[abposre]-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok),
-    ("slack_token", re.compile(_B + r"(xapp-\d-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok),
-    ("slack_webhook", re.compile(r"(hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/)" + PH + r"([A-Za-z0-9]{20,})"),
-     2, None),
-    ("stripe_key", re.compile(r"(?<![A-Za-z0-9_])((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})(?![A-Za-z0-9_])"), 1,
-     token_ok),
-    ("stripe_key", re.compile(r"(?<![A-Za-z0-9_])(whsec_[A-Za-z0-9]{24,})(?![A-Za-z0-9_])"), 1, token_ok),
-    ("gcp_api_key", re.compile(_B + r"(AIza[0-9A-Za-z_\-]{35})" + _E), 1, token_ok),
-    ("google_client_secret", re.compile(_B + r"(GOCSPX-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
-    ("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"), 1, token_ok),
-    ("docker_token", re.compile(_B + r"(dckr_pat_[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok),
-    ("npm_token", re.compile(r"(?<![A-Za-z0-9_])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9_])"), 1, token_ok),
-    ("pypi_token", re.compile(_B + r"(pypi-AgE[A-Za-z0-9_\-]{40,})" + _E), 1, None),
-    ("sendgrid_key", re.compile(_B + r"(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E), 1, token_ok),
-    ("mailgun_key", re.compile(_B + r"(key-[0-9a-z]{32})" + _E), 1, token_ok),
-    ("shopify_token", re.compile(r"(?<![A-Za-z0-9_])(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})(?![A-Za-z0-9_])"), 1, None),
-    ("digitalocean_token", re.compile(r"(?<![A-Za-z0-9_])(do[por]_v1_[a-f0-9]{64})(?![A-Za-z0-9_])"), 1, None),
-    ("vault_token", re.compile(_B + r"(hv[sb]\.[A-Za-z0-9_\-]{24,})" + _E), 1, token_ok),
-    ("telegram_bot_token", re.compile(r"(?<![\d:])(\d{8,10}:)" + PH + r"(AA[A-Za-z0-9_\-]{32,})" + _E), 2, None),
-    ("aws_access_key", re.compile(
+    Rule("slack_download_token", re.compile(r"([?&]t=)" + PH + r"(xox[a-z]-[A-Za-z0-9%\-]{10,})"), 2, None, ("xox",)),
+    Rule("anthropic_key", re.compile(_B + r"(sk-ant-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok, ("sk-ant-",)),
+    Rule("openai_key", re.compile(_B + r"(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,})" + _E), 1, openai_ok,
+     ("sk-",)),
+    Rule("github_token", re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9_])"), 1, token_ok,
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    Rule("github_token", re.compile(r"(?<![A-Za-z0-9_])(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"), 1, token_ok,
+     ("github_pat_",)),
+    Rule("gitlab_token", re.compile(_B + r"(glpat-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok, ("glpat-",)),
+    Rule("slack_token", re.compile(_B + r"(xox[abposre]-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok, ("xox",)),
+    Rule("slack_token", re.compile(_B + r"(xapp-\d-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok, ("xapp-",)),
+    Rule("slack_webhook",
+         re.compile(r"(hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/)" + PH + r"([A-Za-z0-9]{20,})"), 2, None,
+         ("hooks.slack.com/services/",)),
+    Rule("stripe_key", re.compile(r"(?<![A-Za-z0-9_])((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})(?![A-Za-z0-9_])"), 1,
+     token_ok, ("_live_", "_test_")),
+    Rule("stripe_key", re.compile(r"(?<![A-Za-z0-9_])(whsec_[A-Za-z0-9]{24,})(?![A-Za-z0-9_])"), 1, token_ok,
+     ("whsec_",)),
+    Rule("gcp_api_key", re.compile(_B + r"(AIza[0-9A-Za-z_\-]{35})" + _E), 1, token_ok, ("AIza",)),
+    Rule("google_client_secret", re.compile(_B + r"(GOCSPX-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok, ("GOCSPX-",)),
+    Rule("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])(hf_[A-Za-z0-9]{30,})(?![A-Za-z0-9_])"), 1, token_ok,
+     ("hf_",)),
+    Rule("docker_token", re.compile(_B + r"(dckr_pat_[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok, ("dckr_pat_",)),
+    Rule("npm_token", re.compile(r"(?<![A-Za-z0-9_])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9_])"), 1, token_ok, ("npm_",)),
+    Rule("pypi_token", re.compile(_B + r"(pypi-AgE[A-Za-z0-9_\-]{40,})" + _E), 1, None, ("pypi-AgE",)),
+    Rule("sendgrid_key", re.compile(_B + r"(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})" + _E), 1, token_ok,
+     ("SG.",)),
+    Rule("mailgun_key", re.compile(_B + r"(key-[0-9a-z]{32})" + _E), 1, token_ok, ("key-",)),
+    Rule("shopify_token", re.compile(r"(?<![A-Za-z0-9_])(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})(?![A-Za-z0-9_])"), 1, None,
+     ("shp",)),
+    Rule("digitalocean_token", re.compile(r"(?<![A-Za-z0-9_])(do[por]_v1_[a-f0-9]{64})(?![A-Za-z0-9_])"), 1, None,
+     ("_v1_",)),
+    Rule("vault_token", re.compile(_B + r"(hv[sb]\.[A-Za-z0-9_\-]{24,})" + _E), 1, token_ok, ("hvs.", "hvb.")),
+    Rule("telegram_bot_token", re.compile(r"(?<![\d:])(\d{8,10}:)" + PH + r"(AA[A-Za-z0-9_\-]{32,})" + _E), 2, None,
+     (":AA",)),
+    Rule("aws_access_key", re.compile(
         r"(?<![A-Za-z0-9])((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
-     1, None),
-    ("aws_secret_key", re.compile(
+     1, None, ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")),
+    Rule("aws_secret_key", re.compile(
         r"((?:aws_?)?secret_?(?:access_?)?key[\"']?\s*[:=]>?\s*[\"']?)" + PH
-        + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", re.I), 2, None),
-    ("azure_key", re.compile(r"((?:Account|Shared)Key=)" + PH + r"([A-Za-z0-9+/]{40,}={0,2})"), 2, None),
-    ("jwt", re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})" + _E), 1, None),
-    ("bearer_token", re.compile(r"(\b(?i:bearer)\s+)" + PH + r"([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"), 2,
-     bearer_ok),
-    ("basic_auth", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*Basic\s+)" + PH
-                              + r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I), 2, None),
+        + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", re.I), 2, None, ("secret",), fold=True),
+    Rule("azure_key", re.compile(r"((?:Account|Shared)Key=)" + PH + r"([A-Za-z0-9+/]{40,}={0,2})"), 2, None, ("Key=",)),
+    Rule("jwt", re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})" + _E), 1, None,
+     ("eyJ",)),
+    Rule("bearer_token",
+         re.compile(r"(\b(?i:bearer)\s+)" + PH + r"([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"), 2, bearer_ok,
+         ("bearer",), fold=True),
+    Rule("basic_auth", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*Basic\s+)" + PH
+                              + r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I), 2, None,
+     ("auth",), fold=True),
 ]
 
 _SECRET_ENV = r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|APIKEY|API_KEY|KEY|AUTH|CREDENTIALS?)"
 
 CONTEXT_RULES: list[Rule] = [
     # curl -u user:PASS, curl --user user:PASS (also wget --password, httpie -a user:PASS)
-    ("cli_password", re.compile(r"(?<![\w-])(?:-u|--user|-a|--auth)(?:\s+|=)(['\"]?)[^\s'\":]*:" + PH
-                                + r"([^\s'\"]+)\1"), 2, not_placeholder),
+    Rule("cli_password", re.compile(r"(?<![\w-])(?:-u|--user|-a|--auth)(?:\s+|=)(['\"]?)[^\s'\":]*:" + PH
+                                + r"([^\s'\"]+)\1"), 2, not_placeholder, ("-u", "-a")),
     # mysql -pPASS (-p followed by a space prompts for it instead)
-    ("cli_password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;]*?\s-p" + PH
-                                + r"([^\s'\"-][^\s'\"]*)"), 1, not_placeholder),
+    Rule("cli_password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;]*?\s-p" + PH
+                                + r"([^\s'\"-][^\s'\"]*)"), 1, not_placeholder, ("mysql", "mariadb")),
     # docker login -p TOKEN / --password TOKEN (not --password-stdin)
-    ("cli_password", re.compile(r"\b(?:docker|podman|nerdctl|helm|buildah|skopeo)\s+(?:registry\s+)?login\b"
-                                r"[^\n|;]*?\s(?:-p|--password)(?:\s+|=)" + PH + r"([^\s'\"]+)"), 1, not_placeholder),
+    Rule("cli_password", re.compile(r"\b(?:docker|podman|nerdctl|helm|buildah|skopeo)\s+(?:registry\s+)?login\b"
+                                r"[^\n|;]*?\s(?:-p|--password)(?:\s+|=)" + PH + r"([^\s'\"]+)"), 1, not_placeholder,
+     ("login",)),
     # .env and shell: DB_PASS=..., PGPASSWORD=..., MAILGUN_KEY=... (not *_PUBLIC_KEY, *_PUBLISHABLE_KEY)
-    ("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*" + _SECRET_ENV + r")[ \t]*=[ \t]*"
-                              r"([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"), 3, env_ok),
+    Rule("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*" + _SECRET_ENV + r")[ \t]*=[ \t]*"
+                              r"([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"), 3, env_ok, ("=",)),
     # prose and .netrc: "password is X", "password X"
-    ("password", re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)|pwd)(?:\s+(?:is|was))?\s+(['\"]?)" + PH
-                            + r"([^\s'\"]{6,})\1"), 2, password_ok),
+    Rule("password", re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)|pwd)(?:\s+(?:is|was))?\s+(['\"]?)" + PH
+                            + r"([^\s'\"]{6,})\1"), 2, password_ok, ("pass", "pwd"), fold=True),
 ]
 
 # scheme://user:password@host (the user may be empty: redis://:pw@host): keep the scheme, the user and the host.
@@ -182,6 +208,8 @@ ASSIGN = re.compile(
     + r"|(?P<q>[\"']?)" + PH + r"(?P<v>[^\s\"'`,;]{6,}))",
     re.I,
 )
+ASSIGN_NEEDLES = ("pass", "pwd", "secret", "key", "token")  # in the casefolded text: every key holds one
+URL_NEEDLES = ("://",)
 ASSIGN_MIN = {"password": 6, "secret": 8, "api_key": 8, "token": 8}
 
 _GENERIC_TYPE = re.compile(r"^[A-Za-z_][\w.]*\[.*\]\)?$")

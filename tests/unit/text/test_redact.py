@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mempald.text.redact import redact, strip_private
+from mempald.text.redact_rules import ASSIGN, ASSIGN_NEEDLES, CONTEXT_RULES, TOKEN_RULES, URL_NEEDLES, URL_PASSWORD
 
 # Fake credentials of the right shapes (none is real).
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
@@ -20,42 +24,42 @@ PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8P
        "qRfqPR1nTDWYhxvPXk0NEXAMPLEabcdefghij==\n-----END RSA PRIVATE KEY-----")
 
 
-@pytest.mark.parametrize(
-    ("text", "kind", "kept"),
-    [
-        (f"export AWS_ACCESS_KEY_ID={AWS_ID}", "aws_access_key", "export AWS_ACCESS_KEY_ID="),
-        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_key", "aws_secret_access_key = "),
-        (f'{{"SecretAccessKey": "{AWS_SECRET}"}}', "aws_secret_key", '{"SecretAccessKey": "'),
-        (f"maps key {GCP} in the page", "gcp_api_key", "maps key "),
-        (f"OPENAI_API_KEY={OPENAI_PROJ}", "openai_key", "OPENAI_API_KEY="),
-        (f"key: {OPENAI_LEGACY}", "openai_key", "key: "),
-        (f"ANTHROPIC_API_KEY={ANTHROPIC}", "anthropic_key", "ANTHROPIC_API_KEY="),
-        (f"git remote set-url origin https://{GH}@github.com/o/r", "github_token", "https://"),
-        ("gho_" + "a" * 36, "github_token", ""),
-        ("ghu_" + "B" * 36, "github_token", ""),
-        ("ghs_" + "c1" * 18, "github_token", ""),
-        ("ghr_" + "D2" * 18, "github_token", ""),
-        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ", "github_token", ""),
-        ("SLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token",
-         "SLACK_BOT_TOKEN="),
-        ("xoxp-1234567890-abcdefghijk", "slack_token", ""),
-        ("https://files.slack.com/files-pri/T0-F0/download/a.png?t=xoxe-1-abcdefghijklmnop1234", "slack_download_token",
-         "download/a.png?t="),
-        ("stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "stripe_key", "stripe.api_key = '"),
-        ("rk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key", ""),
-        (PEM + "\nafter", "private_key", ""),
-        ("curl -H 'Authorization: Bearer abcdef1234567890abcdef' https://x", "bearer_token",
-         "curl -H 'Authorization: Bearer "),
-        (f"token is {JWT} ok", "jwt", "token is "),
-        ("postgres://admin:s3cr3tP4ss@db.example.com:5432/app", "url_password", "postgres://admin:"),
-        ("password=hunter22", "password", "password="),
-        ('{"db_password": "correct-horse-9"}', "password", '{"db_password": "'),
-        ("API_KEY: abcd1234efgh5678", "api_key", "API_KEY: "),
-        ("client_secret='qwertyuiop123'", "secret", "client_secret='"),
-        ("https://example.com/cb?access_token=abcdefgh12345678&x=1", "token", "https://example.com/cb?access_token="),
-        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "basic_auth", "Authorization: Basic "),
-    ],
-)
+SHAPES: list[tuple[str, str, str]] = [
+    (f"export AWS_ACCESS_KEY_ID={AWS_ID}", "aws_access_key", "export AWS_ACCESS_KEY_ID="),
+    (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_key", "aws_secret_access_key = "),
+    (f'{{"SecretAccessKey": "{AWS_SECRET}"}}', "aws_secret_key", '{"SecretAccessKey": "'),
+    (f"maps key {GCP} in the page", "gcp_api_key", "maps key "),
+    (f"OPENAI_API_KEY={OPENAI_PROJ}", "openai_key", "OPENAI_API_KEY="),
+    (f"key: {OPENAI_LEGACY}", "openai_key", "key: "),
+    (f"ANTHROPIC_API_KEY={ANTHROPIC}", "anthropic_key", "ANTHROPIC_API_KEY="),
+    (f"git remote set-url origin https://{GH}@github.com/o/r", "github_token", "https://"),
+    ("gho_" + "a" * 36, "github_token", ""),
+    ("ghu_" + "B" * 36, "github_token", ""),
+    ("ghs_" + "c1" * 18, "github_token", ""),
+    ("ghr_" + "D2" * 18, "github_token", ""),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ", "github_token", ""),
+    ("SLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token",
+     "SLACK_BOT_TOKEN="),
+    ("xoxp-1234567890-abcdefghijk", "slack_token", ""),
+    ("https://files.slack.com/files-pri/T0-F0/download/a.png?t=xoxe-1-abcdefghijklmnop1234", "slack_download_token",
+     "download/a.png?t="),
+    ("stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "stripe_key", "stripe.api_key = '"),
+    ("rk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_key", ""),
+    (PEM + "\nafter", "private_key", ""),
+    ("curl -H 'Authorization: Bearer abcdef1234567890abcdef' https://x", "bearer_token",
+     "curl -H 'Authorization: Bearer "),
+    (f"token is {JWT} ok", "jwt", "token is "),
+    ("postgres://admin:s3cr3tP4ss@db.example.com:5432/app", "url_password", "postgres://admin:"),
+    ("password=hunter22", "password", "password="),
+    ('{"db_password": "correct-horse-9"}', "password", '{"db_password": "'),
+    ("API_KEY: abcd1234efgh5678", "api_key", "API_KEY: "),
+    ("client_secret='qwertyuiop123'", "secret", "client_secret='"),
+    ("https://example.com/cb?access_token=abcdefgh12345678&x=1", "token", "https://example.com/cb?access_token="),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "basic_auth", "Authorization: Basic "),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "kept"), SHAPES)
 def test_each_secret_shape(text: str, kind: str, kept: str) -> None:
     out, counts = redact(text)
     assert counts == {kind: 1}, (out, counts)
@@ -165,6 +169,38 @@ def test_redact_never_raises_and_is_idempotent(text: str) -> None:
 def test_redact_arbitrary_text(text: str) -> None:
     once, _ = redact(text)
     assert redact(once)[0] == once
+
+
+def _rules() -> list[tuple[str, re.Pattern[str], tuple[str, ...], bool]]:
+    rules = [(r.kind, r.rx, r.needles, r.fold) for r in (*TOKEN_RULES, *CONTEXT_RULES)]
+    return [*rules, ("url_password", URL_PASSWORD, URL_NEEDLES, False), ("assignment", ASSIGN, ASSIGN_NEEDLES, True)]
+
+
+def _texts() -> list[str]:
+    from tests.unit.text.test_redact_precision import LOOKALIKES, SECRETS
+
+    more = ["xapp-1-A0123456789-0123456789012-abcdef0123", "shpat_" + "a1" * 16, "dop_v1_" + "0f" * 32,
+            "hvs.CAESIJ0aBcDeFgHiJkLmNoPqRsTuVw", "https://u:pw@h/x", "1234567890:AA" + "b1" * 17]
+    return [t for t, _ in SECRETS] + list(LOOKALIKES) + [t for t, _, _ in SHAPES] + more
+
+
+@pytest.mark.parametrize("kind,rx,needles,fold", _rules(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_match_of_a_rule_holds_one_of_its_needles(kind: str, rx: re.Pattern[str], needles: tuple[str, ...],
+                                                        fold: bool) -> None:
+    """A text without a rule's needles is not scanned for it: sound only if no match can lack them. Checked on
+    every labelled text, upper- and lower-cased, and on random mixtures of secret shapes."""
+    assert needles, f"{kind} has no needles: it would scan every text"
+    rnd = random.Random(7)
+    texts = _texts()
+    texts += [t.upper() for t in texts] + [t.lower() for t in texts]
+    texts += [" ".join(rnd.choice(texts) for _ in range(3)) for _ in range(300)]
+    matched = 0
+    for text in texts:
+        for m in rx.finditer(text):
+            whole = m.group(0).casefold() if fold else m.group(0)
+            assert any(n in whole for n in needles), (kind, m.group(0))
+            matched += 1
+    assert matched, f"no text here matches {kind}: add one"
 
 
 # --- <private> ----------------------------------------------------------------------------------------------
