@@ -48,29 +48,37 @@ def embed_chunks(chunks: Sequence[Chunk], embed: EmbedFn, count: TokenCounter,
                  progress: PackProgress | None = None) -> tuple[Vectors, Vectors]:
     """Two unit vectors per chunk: of its text alone (for dedup: a section copied into another file is
     the same content whatever heading sits above it) and of its text under its heading context (for
-    clustering: a short section belongs with the rest of its document). Each distinct window is embedded
-    once, in one call."""
+    clustering: a short section belongs with the rest of its document).
+
+    The model reads each chunk once: its text as windows whose vectors are averaged by length. The context
+    vector adds the vector of the chunk's heading path (each distinct path embedded once, a few tokens) with
+    the weight the path would have had read in front of the chunk's first window: its share of that window's
+    tokens, times that window's share of the chunk. Embedding every chunk a second time under its headings
+    had cost as much as the text itself, about half of a pack's model time."""
     texts: dict[str, int] = {}
-    parts: list[tuple[int, int, int, float]] = []  # (chunk, variant, text id, weight)
+    parts: list[tuple[int, int, float]] = []  # (chunk, text id, weight)
+    heads: list[tuple[int, int, float]] = []  # (chunk, heading text id, its share)
     for i, chunk in enumerate(chunks):
-        context = " > ".join(chunk.context)
-        for variant, prefix in ((0, ""), (1, context)):
-            if variant and not prefix:
-                continue
-            budget = max(32, EMBED_WINDOW - count(prefix) - 2) if prefix else EMBED_WINDOW
-            for piece in split_tokens(chunk.text, budget, count) or [chunk.text]:
-                window = f"{prefix}\n{piece}" if prefix else piece
-                parts.append((i, variant, texts.setdefault(window, len(texts)), float(max(1, len(piece)))))
+        pieces = split_tokens(chunk.text, EMBED_WINDOW, count) or [chunk.text]
+        for piece in pieces:
+            parts.append((i, texts.setdefault(piece, len(texts)), float(max(1, len(piece)))))
+        if chunk.context:
+            path = " > ".join(chunk.context)
+            n_path = count(path)
+            first = n_path / max(1, n_path + min(count(pieces[0]), max(1, EMBED_WINDOW - n_path)))
+            share = first * len(pieces[0]) / max(1, sum(len(p) for p in pieces))
+            heads.append((i, texts.setdefault(path, len(texts)), share))
     if progress is not None:
         progress.begin("embedding", len(texts))
     wvecs = embed_texts(embed, list(texts))
-    out = np.zeros((2, len(chunks), wvecs.shape[1]), dtype=np.float32)
-    for i, variant, tid, weight in parts:
-        out[variant, i] += wvecs[tid] * weight
-    for i, chunk in enumerate(chunks):
-        if not chunk.context:
-            out[1, i] = out[0, i]
-    return normalize(out[0]), normalize(out[1])
+    body = np.zeros((len(chunks), wvecs.shape[1]), dtype=np.float32)
+    for i, tid, weight in parts:
+        body[i] += wvecs[tid] * weight
+    body = normalize(body)
+    with_context = body.copy()
+    for i, tid, share in heads:
+        with_context[i] = (1.0 - share) * body[i] + share * wvecs[tid]
+    return body, normalize(with_context)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mempald.features.pack.chunking import SourceFile, chunk_file, is_own_output, parse_blocks
-from mempald.features.pack.cluster import choose_k_range, cluster, cosine_silhouette, dedup
+from mempald.features.pack.cluster import choose_k_range, cluster, cosine_silhouette, dedup, embed_chunks
 from mempald.features.pack.facts import candidates, fact_score, is_vague, select_facts
 from mempald.features.pack.importance import importance_scores
 from mempald.features.pack.labels import label_clusters
@@ -187,6 +187,27 @@ def test_select_facts_caps_dedups_excludes_and_keeps_document_order() -> None:
 
 
 # --- clustering, labels, importance ---------------------------------------------------------------------
+
+
+def test_each_chunk_is_read_by_the_model_once_and_headings_lean_its_context_vector() -> None:
+    chunks = chunk_file(src("# Bikes\n\nThe bike has disc brakes.\n\n## Tyres\n\nTyres at 45 psi.\n\n"
+                            "# Bikes\n\nThe bike has disc brakes."), count, 8)
+    asked: list[str] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        asked.extend(texts)
+        # section texts point along x and y, heading paths (no full stop) along z
+        return np.asarray([[1.0 + t.count("disc"), 1.0 + t.count("psi"), 0.0] if "." in t else [0.0, 0.0, 1.0]
+                           for t in texts])
+
+    body, ctx = embed_chunks(chunks, embed, count)
+    assert sorted(asked) == sorted(set(asked))  # every distinct text once: the copied section too
+    assert set(asked) == {c.text for c in chunks} | {" > ".join(c.context) for c in chunks}
+    assert np.allclose(np.linalg.norm(body, axis=1), 1) and np.allclose(np.linalg.norm(ctx, axis=1), 1)
+    assert np.allclose(body[0], body[2])  # the same text under the same heading: one vector
+    assert all(c.context for c in chunks) and not body[:, 2].any()
+    assert (ctx[:, 2] > 0.05).all() and (ctx[:, 2] < 0.7).all()  # the heading path leans each context vector
+    assert dedup(body, chunks, 0.999).groups == ((0, (2,)),)
 
 
 def test_dedup_is_transitive_and_keeps_the_longest() -> None:
