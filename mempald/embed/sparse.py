@@ -45,9 +45,35 @@ def _bigrams(run: re.Match[str]) -> str:
     return " " + " ".join(s[i : i + 2] for i in range(len(s) - 1)) + " "
 
 
+_RUN = re.compile(r"[A-Za-z0-9]*")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The parts of each camelCase word of ``text``, in order: ``[" ".join(_PART.findall(w)) for w in
+    _WORD.findall(text) if _CAMEL.search(w)]``, found from the camel transitions (a C scan) instead of by
+    testing every word in Python: a word is a run of ASCII letters and digits without its leading digits."""
+    out: list[str] = []
+    done = -1  # the end of the last run looked at: its other transitions are the same word
+    for t in _CAMEL.finditer(text):
+        at = t.start()
+        if at < done:
+            continue
+        start = at
+        while start > 0 and text[start - 1] in _ALNUM:
+            start -= 1
+        run = _RUN.match(text, at)
+        end = run.end() if run is not None else at
+        done = end
+        word = text[start:end].lstrip("0123456789")
+        if word and _CAMEL.search(word):
+            out.append(" ".join(_PART.findall(word)))
+    return out
+
+
 def pretokenize(text: str) -> str:
     """The text the ``mixed`` tokenizer hands to the English encoder (see the module docstring)."""
-    parts = [" ".join(_PART.findall(w)) for w in _WORD.findall(text) if _CAMEL.search(w)]
+    parts = identifier_parts(text)
     out = _CJK.sub(_bigrams, text) if _CJK.search(text) else text
     return f"{out}\n{' '.join(parts)}" if parts else out
 

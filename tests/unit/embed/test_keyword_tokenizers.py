@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from mempald.embed import sparse
 from mempald.embed.sparse import DEFAULT_TOKENIZER, ENGLISH, TOKENIZERS, Bm25Encoder, pretokenize
 from mempald.store.base import Filters
 from tests.unit.store.test_store_contract import BACKENDS, corpus, make_store
@@ -105,3 +108,15 @@ def test_migrate_refuses_a_target_whose_keywords_another_tokenizer_made(tmp_path
     finally:
         src.close()
         dst.close()
+
+
+def _parts_by_word(text: str) -> list[str]:
+    """identifier_parts by its definition: every word tested."""
+    return [" ".join(sparse._PART.findall(w)) for w in sparse._WORD.findall(text) if sparse._CAMEL.search(w)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZbY09_ .-/\nxQé死", max_size=80))
+@example("9Abc getHTTPServer 12fooBar x9Y parseConfigFile parseConfigFile snake_caseWord A1B2c3")
+def test_identifier_parts_are_those_of_every_camel_word(text: str) -> None:
+    assert sparse.identifier_parts(text) == _parts_by_word(text)
