@@ -294,7 +294,7 @@ def test_speaker_boost_lifts_what_the_named_person_said() -> None:
     out = dict(f.speaker_boost(ranked, texts, "What does Tim do to escape?", 0.5))
     assert out["b"] == pytest.approx(1.2) and out["d"] == pytest.approx(0.15)
     assert out["a"] == 1.0 and out["c"] == 0.9  # addressing Tim is not Tim speaking
-    assert [k for k, _ in f.speaker_boost(ranked, texts, "what does tim do", 0.5)][0] == "b"
+    assert next(k for k, _ in f.speaker_boost(ranked, texts, "what does tim do", 0.5)) == "b"
     # a name counts only as a speaker of two candidates at least (a participant, not one "Note:" line)
     notes = {"a": "Note: the escape hatch", "b": "John: no escape"}
     assert f.speaker_boost([("b", 1.0), ("a", 0.9)], notes, "note the escape", 0.5) == [("b", 1.0), ("a", 0.9)]
