@@ -114,6 +114,7 @@ class Rule(NamedTuple):
     needles: tuple[str, ...] = ()
     fold: bool = False
 
+
 TOKEN_RULES: list[Rule] = [
     # Slack file-download URLs carry a token in the query string: keep the parameter, drop the token.
     Rule("slack_download_token", re.compile(r"([?&]t=)" + PH + r"(xox[a-z]-[A-Za-z0-9%\-]{10,})"), 2, None, ("xox",)),
