@@ -98,12 +98,6 @@ DEFAULT_TEMPORAL_BOOST = 0.5
 """Relative boost for drawers stamped inside the query's date window (0 disables).  Issue 24 ablation: 0.5 beats
 0 on both folds and every large category; the old 1.0 did not beat 0.5 on the second fold."""
 
-DEFAULT_SPEAKER_BOOST = 0.0
-"""Relative boost for drawers said by someone the query names (:func:`speaker_boost`; 0 disables).  Issue 24:
-0.5 gains turn R@10 on both folds (+0.011 / +0.021) and on multi-hop, temporal and single-hop questions (+0.049,
-+0.038, +0.017; 0.804 in all) but loses on adversarial ones (-0.027: they name the wrong person on purpose), so
-by the fold rule it stays off."""
-
 DEFAULT_DEDUP_THRESHOLD = 0.9
 """Word-set Jaccard above which a lower-ranked drawer is dropped as a near-duplicate.  Neutral on
 LoCoMo (it has no duplicate turns); meant for re-ingested or quoted text in real stores."""
@@ -120,7 +114,7 @@ class Candidate:
 Ranked = list[tuple[str, float]]
 
 
-def _sorted(scores: Mapping[str, float]) -> Ranked:
+def best_first(scores: Mapping[str, float]) -> Ranked:
     # Ties break on id so the order is deterministic.
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
@@ -157,7 +151,7 @@ def combine(
     out = {
         key: sum(w * n.get(key, f) for w, n, f in zip(weights, normed, floor, strict=True)) for key in keys
     }
-    return _sorted(out)
+    return best_first(out)
 
 
 def fuse_lists(
@@ -224,7 +218,7 @@ def neighbour_boost(
     base = _scores(ranked)
     fwd = decay if forward_decay is None else forward_decay
     if (decay <= 0 and fwd <= 0 and question_forward <= 0) or radius <= 0:
-        return _sorted(base)
+        return best_first(base)
     at: dict[tuple[Hashable, int], str] = {pos: key for key, pos in positions.items()}
     out = dict(base)
     for key, score in base.items():
@@ -240,7 +234,7 @@ def neighbour_boost(
                 nb = at.get((sess, q))
                 if nb is not None:
                     out[nb] = max(out.get(nb, 0.0), base.get(nb, 0.0) + score * share**d)
-    return _sorted(out)
+    return best_first(out)
 
 
 def session_boost(
@@ -257,7 +251,7 @@ def session_boost(
     """
     base = _scores(ranked)
     if weight <= 0:
-        return _sorted(base)
+        return best_first(base)
     per: dict[Hashable, list[float]] = {}
     for key, score in base.items():
         pos = positions.get(key)
@@ -268,7 +262,7 @@ def session_boost(
     for key, score in base.items():
         pos = positions.get(key)
         out[key] = score + weight * strength[pos[0]] if pos is not None else score
-    return _sorted(out)
+    return best_first(out)
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -354,53 +348,13 @@ def temporal_boost(
     """
     base = _scores(ranked)
     if window is None or boost <= 0:
-        return _sorted(base)
+        return best_first(base)
     lo, hi = window[0] - slack, window[1] + slack
     out = {}
     for key, score in base.items():
         ts = timestamps.get(key)
         out[key] = score * (1.0 + boost) if ts is not None and lo <= ts <= hi else score
-    return _sorted(out)
-
-
-_SPEAKER_LINE = re.compile(r"^([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}): ", re.MULTILINE)
-
-
-def speakers(text: str) -> list[str]:
-    """The speakers of a drawer's lines, in line order: a line of a conversation between people reads
-    ``Name: words`` (Slack messages, chat turns); lowercased first names (``"Tim Smith: ..."`` -> ``tim``)."""
-    return [m.group(1).split(" ", 1)[0].lower() for m in _SPEAKER_LINE.finditer(text)]
-
-
-def speaker_boost(
-    ranked: Iterable[tuple[str, float]],
-    texts: Mapping[str, str],
-    query: str,
-    boost: float = DEFAULT_SPEAKER_BOOST,
-) -> Ranked:
-    """Multiply by ``1 + boost * share`` the score of drawers whose lines were said by someone the query names
-    (``share``: the part of the drawer's speaker lines that are theirs). People refer back by name ("what did
-    Tim say about ..."), and a person's own words answer questions about them; a drawer that only addresses
-    them ("Thanks, Tim!") is someone else's. A name counts when it is a speaker of at least two of the
-    candidates (a participant of the conversation, not a ``Note:`` line) and a word of the query."""
-    base = _scores(ranked)
-    if boost <= 0 or not base:
-        return _sorted(base)
-    words = set(re.findall(r"[^\W_]+", query.lower()))
-    said = {key: speakers(texts.get(key, "")) for key in base}
-    seen: dict[str, int] = {}
-    for names in said.values():
-        for name in set(names):
-            seen[name] = seen.get(name, 0) + 1
-    named = {n for n, c in seen.items() if c >= 2 and n in words}
-    if not named:
-        return _sorted(base)
-    out = {}
-    for key, score in base.items():
-        names = said[key]
-        share = sum(n in named for n in names) / len(names) if names else 0.0
-        out[key] = score * (1.0 + boost * share)
-    return _sorted(out)
+    return best_first(out)
 
 
 # ---------------------------------------------------------------- relevance (the calibrated score)

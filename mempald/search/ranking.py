@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from mempald.search import fusion, temporal
+from mempald.search import fusion, speakers, temporal
 from mempald.store.base import Filters, Hit, RankRequest, SparseVec, Store, StoredPoint
 
 HIT_FIELDS = (
@@ -52,7 +52,7 @@ class SearchOptions:
     dense_weight: float = fusion.DEFAULT_DENSE_WEIGHT
     candidates: int = fusion.DEFAULT_DEPTH
     temporal_boost: float = fusion.DEFAULT_TEMPORAL_BOOST
-    speaker_boost: float = fusion.DEFAULT_SPEAKER_BOOST  # to drawers said by someone the query names
+    speaker_boost: float = speakers.DEFAULT_SPEAKER_BOOST  # to drawers said by someone the query names
     neighbour_decay: float = fusion.DEFAULT_NEIGHBOUR_DECAY  # to the drawer before a hit
     neighbour_forward: float = fusion.DEFAULT_NEIGHBOUR_FORWARD  # to the drawer after a hit
     question_forward: float = fusion.DEFAULT_QUESTION_FORWARD  # to the drawer after a hit that asks something
@@ -103,7 +103,7 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
             questions=asks, question_forward=opts.question_forward,
         )
     if opts.speaker_boost > 0:  # off by default: it fails the fold check (bench/RESEARCH_locomo.md)
-        ranked = fusion.speaker_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()}, query,
+        ranked = speakers.speaker_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()}, query,
                                       opts.speaker_boost)
     positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
     if opts.session_weight > 0:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PURE = ["mempald/normalize", "mempald/text", "mempald/features/aaak", "mempald/search/fusion.py",
-        "mempald/search/temporal.py"]
+        "mempald/search/speakers.py", "mempald/search/temporal.py"]
 ALLOWED_INSIDE = ("mempald.normalize", "mempald.text", "mempald.features.aaak", "mempald.search.fusion",
-                  "mempald.search.temporal")
+                  "mempald.search.speakers", "mempald.search.temporal")
 HEAVY = ("fastembed", "qdrant_edge", "qdrant_client", "numpy", "watchdog", "onnxruntime", "tokenizers", "sklearn")
 
 

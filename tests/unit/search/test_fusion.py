@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from mempald.search import fusion as f
+from mempald.search import speakers
 from mempald.search.fusion import (
     Candidate,
     dedup,
@@ -281,21 +282,21 @@ def test_neighbour_boost_gives_the_answer_after_a_question_its_own_share() -> No
 
 
 def test_speakers_are_the_names_before_a_colon_at_line_starts() -> None:
-    assert f.speakers("Tim Smith: I read fantasy.\nJohn: me too\n  not: a speaker\n> quoted: no") == [
+    assert speakers.speakers("Tim Smith: I read fantasy.\nJohn: me too\n  not: a speaker\n> quoted: no") == [
         "tim", "john"]
-    assert f.speakers("Élodie: bonjour") == ["élodie"]
-    assert f.speakers("see http://x: y\n2024: a year\nTODO list: a, b") == ["todo"]
+    assert speakers.speakers("Élodie: bonjour") == ["élodie"]
+    assert speakers.speakers("see http://x: y\n2024: a year\nTODO list: a, b") == ["todo"]
 
 
 def test_speaker_boost_lifts_what_the_named_person_said() -> None:
     texts = {"a": "John: Tim loves fantasy books, right?", "b": "Tim: Fantasy books are my escape.",
              "c": "John: I escape by running.", "d": "Tim: hi"}
     ranked = [("a", 1.0), ("c", 0.9), ("b", 0.8), ("d", 0.1)]
-    out = dict(f.speaker_boost(ranked, texts, "What does Tim do to escape?", 0.5))
+    out = dict(speakers.speaker_boost(ranked, texts, "What does Tim do to escape?", 0.5))
     assert out["b"] == pytest.approx(1.2) and out["d"] == pytest.approx(0.15)
     assert out["a"] == 1.0 and out["c"] == 0.9  # addressing Tim is not Tim speaking
-    assert next(k for k, _ in f.speaker_boost(ranked, texts, "what does tim do", 0.5)) == "b"
+    assert next(k for k, _ in speakers.speaker_boost(ranked, texts, "what does tim do", 0.5)) == "b"
     # a name counts only as a speaker of two candidates at least (a participant, not one "Note:" line)
     notes = {"a": "Note: the escape hatch", "b": "John: no escape"}
-    assert f.speaker_boost([("b", 1.0), ("a", 0.9)], notes, "note the escape", 0.5) == [("b", 1.0), ("a", 0.9)]
-    assert f.speaker_boost(ranked, texts, "What does Tim do?", 0.0) == ranked
+    assert speakers.speaker_boost([("b", 1.0), ("a", 0.9)], notes, "note the escape", 0.5) == [("b", 1.0), ("a", 0.9)]
+    assert speakers.speaker_boost(ranked, texts, "What does Tim do?", 0.0) == ranked
