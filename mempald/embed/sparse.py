@@ -33,7 +33,6 @@ META_KEY = "tokenizer"  # the store metadata field that records it (beside "mode
 
 # Han (with extension A and compatibility), kana (with half-width katakana), Hangul syllables.
 _CJK = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -50,9 +49,10 @@ _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 
 
 def identifier_parts(text: str) -> list[str]:
-    """The parts of each camelCase word of ``text``, in order: ``[" ".join(_PART.findall(w)) for w in
-    _WORD.findall(text) if _CAMEL.search(w)]``, found from the camel transitions (a C scan) instead of by
-    testing every word in Python: a word is a run of ASCII letters and digits without its leading digits."""
+    """The parts of each camelCase word of ``text``, in order (``getHTTPServer`` -> ``"get HTTP Server"``). A
+    word is a run of ASCII letters and digits without its leading digits; it is camelCase when ``_CAMEL``
+    finds a transition in it. The words are found from the transitions (one C scan of the text) rather than
+    by testing every word in Python."""
     out: list[str] = []
     done = -1  # the end of the last run looked at: its other transitions are the same word
     for t in _CAMEL.finditer(text):
