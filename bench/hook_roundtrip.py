@@ -2,8 +2,8 @@
 
     python bench/hook_roundtrip.py [--n 50] [--drawers 10000] [--smoke] [--json PATH]
 
-Runs the hook command ``mempal install-hooks`` writes (this Python, ``-P -c`` the hook's entry,
-``mempal.install.HOOK_ENTRY``) as ``... prompt``, with Claude Code's hook JSON on stdin, against a real daemon
+Runs the hook command ``mempal install-hooks`` writes (this Python, ``-P -S -c`` the hook's entry,
+``mempal.install.hook_argv``) as ``... prompt``, with Claude Code's hook JSON on stdin, against a real daemon
 whose store is pre-filled with ``--drawers`` drawers (``bench/_prefill.py``); the hook asks the daemon for
 ``recall`` (inbox + relevant memories, a search). Also times a bare ``python -c pass`` for the interpreter's own
 share. The hook runs with bytecode caching on, as an installed package has it (pip compiles a wheel's modules when
@@ -23,7 +23,7 @@ from typing import Any
 from _harness import REPO, Daemon, bench_env, loadavg, parser, report, sentence, size, summary, wait_idle
 from _prefill import prefilled
 
-from mempal.install import HOOK_ENTRY
+from mempal.install import hook_argv
 
 
 def run_once(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
@@ -38,7 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     n = size(args)
     n_drawers = args.drawers if args.drawers is not None else (300 if args.smoke else 10_000)
-    cmd = [sys.executable, "-P", "-c", HOOK_ENTRY, "prompt"]
+    cmd = [*hook_argv(), "prompt"]
     rnd = random.Random(4)
     load_start = loadavg()
     with bench_env(keep=args.keep) as be:

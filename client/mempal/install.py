@@ -4,17 +4,17 @@ mempal with Claude Code and Codex.
 Rules for every file touched here (``mempal.install_files``): merge, never clobber (other hooks, other servers
 and every other key stay as they were); idempotent; a backup before a change; atomic writes; ``--dry-run``
 prints what the file would become. A hook command is this Python running the hook's entry
-(``/venv/bin/python3 -P -c 'from mempal.hook import entry; entry()' prompt``: the fastest start, see
-``HOOK_ENTRY``); mempal's own handlers are recognised by their command (that, or ``mempal-hook`` and
-``-m mempal.hook`` of earlier releases), so ``uninstall-hooks`` removes exactly those, and a re-install replaces
-a stale one (an old path) in place.
+(``/venv/bin/python3 -P -S -c 'import sys; sys.path.append(...); from mempal.hook import entry; entry()'
+prompt``: the fastest start, see ``hook_argv``); mempal's own handlers are recognised by their command (that,
+or ``mempal-hook`` and ``-m mempal.hook`` of earlier releases), so ``uninstall-hooks`` removes exactly those,
+and a re-install replaces a stale one (an old path) in place.
 
 Where: Claude Code hooks in ``~/.claude/settings.json`` (``--scope user``, the default) or
 ``.claude/settings.json`` of the current directory (``--scope project``); Codex hooks (``--codex``) in
 ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) or ``.codex/hooks.json``. Codex gets every hook but the file
 gate (PreToolUse on Claude Code's file tools, which Codex does not have). When this palace lives where a bare
 environment would not find it (``mempal.paths.pinned_env``), the hook commands carry those variables
-(``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -c ... prompt``). Stdlib only.
+(``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -S -c ... prompt``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from mempal.install_files import (
 from mempal.install_mcp import cmd_install_mcp, register_install_mcp
 from mempal.paths import pinned_env
 
-# What the hook commands run: this Python, -P (the agent's cwd, the project, is not put on sys.path), the hook's
-# entry. Neither a console script (pip's older wrappers import re: 13 ms of every prompt) nor -m (runpy: 8 ms).
+# What the hook commands run: this Python and the hook's entry. Neither a console script (pip's older wrappers
+# import re: 13 ms of every prompt) nor -m (runpy: 8 ms); see hook_argv for the flags.
 HOOK_ENTRY = "from mempal.hook import entry; entry()"
 # "mempal-hook" and "-m mempal.hook": how earlier releases ran it; "-m hooks.run": releases before 0.2.
 # Recognised so that uninstall removes those too and a re-install replaces them.
@@ -64,8 +64,17 @@ def codex_hooks_path(scope: str) -> Path:
     return (codex_home() if scope == "user" else Path.cwd() / ".codex") / "hooks.json"
 
 
+def hook_argv() -> list[str]:
+    """The hook's command line, before its event: this Python, ``-P`` (the agent's cwd, the project, is not put on
+    sys.path), ``-S`` (no ``site``: its ``.pth`` files, ``_distutils_hack`` among them, cost every prompt 2-6 ms;
+    the hook is stdlib only) and the folder that holds this ``mempal`` package appended to sys.path (after the
+    standard library, so nothing installed next to it can shadow a stdlib module). ``PYTHONPATH`` still counts."""
+    root = str(Path(__file__).resolve().parent.parent)
+    return [sys.executable, "-P", "-S", "-c", f"import sys; sys.path.append({root!r}); {HOOK_ENTRY}"]
+
+
 def hook_command_prefix() -> str:
-    prefix = f"{shlex.quote(sys.executable)} -P -c {shlex.quote(HOOK_ENTRY)}"
+    prefix = shlex.join(hook_argv())
     pins = pinned_env()
     if pins:
         prefix = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(pins.items())) + " " + prefix

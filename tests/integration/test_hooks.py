@@ -197,7 +197,7 @@ def test_prompt_hook_round_trip_time(live: Daemon) -> None:
 
 @pytest.mark.timeout(240)
 def test_the_command_install_hooks_writes_injects_memories(live: Daemon, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The UserPromptSubmit command as install-hooks writes it (this Python, -P, the hook's entry; the palace's
+    """The UserPromptSubmit command as install-hooks writes it (this Python, -P -S, the hook's entry; the palace's
     location pinned), run by a shell from another directory, as Claude Code runs it."""
     from mempal import install
 
@@ -206,7 +206,7 @@ def test_the_command_install_hooks_writes_injects_memories(live: Daemon, monkeyp
             monkeypatch.setenv(key, value)
     groups = install.hook_entries(install.hook_command_prefix())["UserPromptSubmit"]
     cmd = groups[0]["hooks"][0]["command"]
-    assert install.HOOK_ENTRY in cmd and " -P " in cmd
+    assert install.HOOK_ENTRY in cmd and " -P -S " in cmd
     payload = json.dumps(base("UserPromptSubmit", prompt=RELEVANT, session_id="installed-command"))
     res = subprocess.run(cmd, shell=True, input=payload, capture_output=True, text=True, timeout=60,
                          env={**live.env, "PYTHONPATH": str(REPO)}, cwd=live.env["HOME"])

@@ -241,3 +241,22 @@ def test_nothing_is_pinned_with_the_default_locations(home: Path, monkeypatch: p
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg-data"))
     monkeypatch.delenv("MEMPAL_DATA_DIR")
     assert pinned_env() == {"MEMPAL_DATA_DIR": str(home / "xdg-data" / "mempald")}
+
+
+def test_the_hook_command_runs_without_site_and_finds_its_package(tmp_path: Path) -> None:
+    """``-S`` leaves site-packages off sys.path: the command appends the folder that holds ``mempal`` itself, and
+    nothing else is needed (no PYTHONPATH, another cwd)."""
+    argv = install.hook_argv()
+    assert argv[:4] == [sys.executable, "-P", "-S", "-c"]
+    probe = argv[4].replace(install.HOOK_ENTRY,
+                            "import mempal.hook; print(mempal.hook.__file__, 'site' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([*argv[:4], probe], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    where, site_loaded = out.stdout.split()
+    assert Path(where).resolve() == Path(install.__file__).resolve().parent / "hook.py"
+    assert site_loaded == "False"
+    # the real entry, on an event it does not know: fails open (exit 0, no output), and imports cleanly
+    ran = subprocess.run([*argv, "no-such-event"], input="{}", capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=60)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
