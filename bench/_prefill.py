@@ -100,20 +100,28 @@ def prefilled(data_dir: Path, n_drawers: int, indexed: bool = False) -> dict[str
     cached = CACHE / f"prefill-v2-{n_drawers}"
     info: dict[str, float] = {"drawers": n_drawers, "cached": 1.0}
     if not (cached / "store" / "mempal-meta.json").is_file():
-        shutil.rmtree(cached, ignore_errors=True)
-        cached.mkdir(parents=True)
-        info = build(cached, n_drawers)
+        # filled aside and renamed when whole: the meta file is written first, so an interrupted fill left in
+        # place would pass for a finished one
+        partial = CACHE / f"prefill-v2-{n_drawers}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        info = build(partial, n_drawers)
         info["cached"] = 0.0
+        shutil.rmtree(cached, ignore_errors=True)
+        partial.rename(cached)
     if indexed:
         from mempald.store.edge import build_index, current_shard
 
         built = CACHE / f"prefill-v2-{n_drawers}-indexed"
         if not (built / "store" / "mempal-meta.json").is_file():
-            shutil.rmtree(built, ignore_errors=True)
-            shutil.copytree(cached, built)
+            partial = CACHE / f"prefill-v2-{n_drawers}-indexed.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(cached, partial)
             t0 = time.monotonic()
-            build_index(built / "store" / current_shard(built / "store"))
+            build_index(partial / "store" / current_shard(partial / "store"))
             info["index_build_s"] = round(time.monotonic() - t0, 1)
+            shutil.rmtree(built, ignore_errors=True)
+            partial.rename(built)
         cached = built
     shutil.copytree(cached, data_dir, dirs_exist_ok=True)
     return info
