@@ -66,7 +66,7 @@ def codex_hooks_path(scope: str) -> Path:
 
 def hook_argv() -> list[str]:
     """The hook's command line, before its event: this Python, ``-P`` (the agent's cwd, the project, is not put on
-    sys.path), ``-S`` (no ``site``: its ``.pth`` files, ``_distutils_hack`` among them, cost every prompt 2-6 ms;
+    sys.path), ``-S`` (no ``site``: it and its ``.pth`` files, ``_distutils_hack`` among them, cost each hook 2-3 ms;
     the hook is stdlib only) and the folder that holds this ``mempal`` package appended to sys.path (after the
     standard library, so nothing installed next to it can shadow a stdlib module). ``PYTHONPATH`` still counts."""
     root = str(Path(__file__).resolve().parent.parent)
