@@ -105,11 +105,13 @@ def main() -> None:
            "disk_models_mb": round(models_mb, 1), "disk_total_mb": round(total_mb, 1), "loadavg_start": load_start}
     report("footprint", [
         ("drawers", st["drawers"]),
-        ("unindexed (after a backfill): startup (ms) / idle RSS (MB)",
-         f"{res['unindexed']['startup_ms']} / {before.get('VmRSS')}"),
-        ("index build by the daemon: copy / build / open / swap (s)",
-         f"{build.get('copy_s')} / {build.get('build_s')} / {build.get('open_s')} / {build.get('swap_s')}"),
-        ("idle RSS right after the build (MB)", after_build.get("VmRSS")),
+        *([("index build (build_index, before the daemon started) (s)", build["build_s"])] if args.indexed else [
+            ("unindexed (after a backfill): startup (ms) / idle RSS (MB)",
+             f"{res['unindexed']['startup_ms']} / {before.get('VmRSS')}"),
+            ("index build by the daemon: copy / build / open / swap (s)",
+             f"{build.get('copy_s')} / {build.get('build_s')} / {build.get('open_s')} / {build.get('swap_s')}"),
+            ("idle RSS right after the build (MB)", after_build.get("VmRSS")),
+        ]),
         ("startup to ready p50 / max (ms)",
          f"{res['startup_ms']['p50']} / {res['startup_ms']['max']}  (target < 3000)"),
         ("idle RSS p50 (MB)", f"{res['idle_rss_mb']['p50']}  (target < 600)"),
