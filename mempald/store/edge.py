@@ -25,11 +25,8 @@ from typing import Any
 import qdrant_edge as qe
 
 from mempald.store.base import (
-    BOOL_FIELDS,
     DELETED,
     DENSE,
-    FLOAT_FIELDS,
-    KEYWORD_FIELDS,
     SPARSE,
     Filters,
     Hit,
@@ -40,6 +37,7 @@ from mempald.store.base import (
     StoredPoint,
     StoreError,
 )
+from mempald.store.field_index import create_indexes, misplaced_indexes, place_indexes
 
 META_FILE = "mempal-meta.json"
 CURRENT_FILE = "CURRENT"
@@ -127,7 +125,8 @@ def set_current_shard(path: Path, name: str) -> None:
 
 def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
     """Build the vector indexes of the shard in ``shard_dir`` (blocking, minutes at 100k points, holding the
-    GIL all along: only ever run in a process of its own). Returns whether anything was built."""
+    GIL all along: only ever run in a process of its own), placing its field indexes first. Returns whether
+    anything was built or moved."""
     config = qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(size=_dims_of(shard_dir), distance=qe.Distance.Cosine,
                                             memory=BUILT_MEMORY)},
@@ -137,7 +136,8 @@ def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
     )
     shard = qe.EdgeShard.load(str(shard_dir), config)
     try:
-        built = bool(shard.optimize())
+        moved = place_indexes(shard)
+        built = bool(shard.optimize()) or bool(moved)
         shard.flush()
     finally:
         shard.close()
@@ -228,10 +228,10 @@ class EdgeStore:
                         f"the store at {shard_dir} holds {vectors}-d vectors but the model makes {dim}-d ones: "
                         "run `mempal reindex` (or point store.path at a new folder)"
                     )
-                self._create_indexes(missing_only=True)  # a field indexed by a newer release (e.g. files)
+                create_indexes(self._shard, missing_only=True)  # a field indexed by a newer release (e.g. files)
             else:
                 self._shard = qe.EdgeShard.create(str(shard_dir), config)
-                self._create_indexes()
+                create_indexes(self._shard)
         except StoreError:
             raise
         except Exception as exc:
@@ -242,13 +242,8 @@ class EdgeStore:
         dim = cfg.get("dim")
         return int(dim) if isinstance(dim, int) else None
 
-    def _create_indexes(self, *, missing_only: bool = False) -> None:
-        have = set(self._shard.info().payload_schema) if missing_only else set()
-        for names, schema in ((KEYWORD_FIELDS, qe.PayloadSchemaType.Keyword),
-                              (FLOAT_FIELDS, qe.PayloadSchemaType.Float), (BOOL_FIELDS, qe.PayloadSchemaType.Bool)):
-            for name in names:
-                if name not in have:
-                    self._shard.update(qe.UpdateOperation.create_field_index(name, schema))
+    def misplaced_indexes(self) -> list[str]:
+        return misplaced_indexes(self._shard)
 
     def _update(self, op: Any) -> None:
         self._points = None

@@ -55,6 +55,7 @@ CALLS: dict[str, Callable[..., Any]] = {
     "flush": EdgeStore.flush,
     "points": EdgeStore.points,
     "index_state": EdgeStore.index_state,
+    "misplaced_indexes": EdgeStore.misplaced_indexes,
     "snapshot_to": lambda store, dst: store.snapshot_to(Path(dst)),
 }
 WRITES = frozenset({"upsert", "set_dense", "set_payload", "clear_dense", "set_sparse", "delete"})

@@ -317,6 +317,9 @@ class HostedEdgeStore:
         points, unindexed = self._call("index_state")
         return int(points), int(unindexed)
 
+    def misplaced_indexes(self) -> list[str]:
+        return list(self._call("misplaced_indexes"))
+
     def snapshot_to(self, dst: Path) -> None:
         """Flush and copy the live shard folder to ``dst`` (a backup: call it on the store's worker thread with
         nothing in between, ``StoreGateway.exclusive``, as step 1 of a rebuild does)."""

@@ -1,5 +1,6 @@
 """Keeping the embedded store fast: rebuild its indexes (in a separate process, ``hosted.rebuild_index``) once
-``store.index_after`` vectors are not indexed and the daemon has been idle for ``store.index_quiet_s``."""
+``store.index_after`` vectors are not indexed, or a field index is placed in memory (a palace made by an earlier
+release, ``mempald.store.field_index``), and the daemon has been idle for ``store.index_quiet_s``."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ class IndexMaintainer:
             if time.monotonic() - idle_since < quiet_s:
                 continue
             _, unindexed = await self.gateway.exclusive(store.index_state)
-            if unindexed - baseline < threshold:
+            misplaced = await self.gateway.exclusive(store.misplaced_indexes)
+            if unindexed - baseline < threshold and not misplaced:
                 continue
             self.report["state"] = "building"
-            log.info("index_build_started", unindexed=unindexed)
+            log.info("index_build_started", unindexed=unindexed, misplaced_indexes=misplaced)
             try:
                 res = await rebuild_index(self.gateway, store)
             except StoreError as exc:

@@ -18,10 +18,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+import qdrant_edge as qe
 
+from mempald.config import data_dir
 from mempald.store import hosted
 from mempald.store.base import DELETED, Filters, PointData, SparseVec, StoreError
 from mempald.store.edge import CURRENT_FILE, EdgeStore, current_shard
+from mempald.store.field_index import INDEX_MEMORY, indexed_fields
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore, rebuild_index
 from tests.conftest import Daemon
@@ -57,6 +60,66 @@ def store(tmp_path: Path) -> Iterator[HostedEdgeStore]:
 def top_ids(s: HostedEdgeStore, i: int) -> list[str]:
     dense, _ = s.query(vec(i), None, Filters(), 3)
     return [h.id for h in dense]
+
+
+def place_in_memory(shard_dir: Path) -> None:
+    """Re-create every field index the way releases before ``field_index`` made them (no placement given:
+    held in memory), on a shard no process has open."""
+    shard = qe.EdgeShard.load(str(shard_dir))
+    try:
+        for name, kind in indexed_fields().items():
+            shard.update(qe.UpdateOperation.delete_field_index(name))
+            shard.update(qe.UpdateOperation.create_field_index(name, kind))
+        shard.flush()
+    finally:
+        shard.close()
+
+
+def placements(shard_dir: Path) -> set[str]:
+    shard = qe.EdgeShard.load(str(shard_dir))
+    try:
+        schema = shard.info().payload_schema
+        assert set(schema) >= set(indexed_fields())
+        return {str(getattr(schema[name].params, "memory", None)) for name in indexed_fields()}
+    finally:
+        shard.close()
+
+
+def filtered_ids(s: HostedEdgeStore, i: int) -> list[list[str]]:
+    found = []
+    for f in (Filters(), Filters(wing=("w1",)), Filters(wing=("w2", "w3"), since=300.0, until=900.0)):
+        dense, sparse = s.query(vec(i), SparseVec((i % 97, 1000 + i), (1.0, 0.5)), f, 5)
+        found += [[h.id for h in dense], [h.id for h in sparse], [str(s.count(f))]]
+    return found
+
+
+def test_a_new_store_places_its_field_indexes_on_disk(tmp_path: Path) -> None:
+    s = EdgeStore(tmp_path / "store", DIM)
+    try:
+        assert s.misplaced_indexes() == []
+    finally:
+        s.close()
+    assert placements(tmp_path / "store" / "shard") == {str(INDEX_MEMORY)}
+
+
+async def test_a_rebuild_moves_field_indexes_held_in_memory(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    first = HostedEdgeStore(path, DIM)
+    first.upsert([point(i) for i in range(N)])
+    await rebuild_index(StoreGateway(first), first)  # built segments, as an earlier release left them...
+    first.close()
+    place_in_memory(path / current_shard(path))  # ...with their field indexes held in memory
+    assert placements(path / current_shard(path)) == {"None"}
+    store = HostedEdgeStore(path, DIM)
+    try:
+        assert store.misplaced_indexes() == sorted(indexed_fields())
+        before = [filtered_ids(store, i) for i in (0, 7, 500)]
+        res = await rebuild_index(StoreGateway(store), store)
+        assert store.misplaced_indexes() == [] and res["shard"] == current_shard(path)
+        assert [filtered_ids(store, i) for i in (0, 7, 500)] == before  # the same hits, filters and counts
+    finally:
+        store.close()
+    assert placements(path / current_shard(path)) == {str(INDEX_MEMORY)}
 
 
 async def test_rebuild_indexes_and_keeps_every_write_made_meanwhile(store: HostedEdgeStore) -> None:
@@ -201,6 +264,30 @@ def test_daemon_builds_the_index_when_idle_and_keeps_serving(daemon: Daemon, hom
     status_line = subprocess.run([sys.executable, "-m", "mempal.cli.main", "status"], capture_output=True, text=True,
                                  env=daemon.env, timeout=30)
     assert status_line.returncode == 3  # daemon down
+
+
+@pytest.mark.timeout(240)
+def test_daemon_moves_an_earlier_palaces_field_indexes_when_idle(daemon: Daemon, home: Path) -> None:
+    cfg = home / ".config" / "mempald" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text("[store]\nindex_after = 1000000\nindex_quiet_s = 0.5\n")  # nothing to build but the move
+    daemon.start()
+    for i in range(12):
+        daemon.call("ingest", {"text": f"Note {i}: the deploy of service {i} needed a config flag.", "wing": "ops"})
+    daemon.idle()
+    query = {"query": "deploy of service 3 config flag", "wing": "ops", "limit": 3}
+    before = [h["drawer_id"] for h in daemon.call("search", query)["hits"]]
+    assert before and daemon.call("status")["index"]["builds"] == 0
+    assert daemon.stop() == 0
+    store_dir = data_dir() / "store"
+    place_in_memory(store_dir / current_shard(store_dir))  # as a release before the placement left it
+    daemon.start()
+    st = daemon.wait_for(lambda: (s := daemon.call("status"))["index"]["builds"] >= 1 and s, timeout=120)
+    assert not st["index"]["last_error"] and st["drawers"] == 12
+    assert [h["drawer_id"] for h in daemon.call("search", query)["hits"]] == before
+    assert "misplaced_indexes" in daemon.logs()
+    assert daemon.stop() == 0
+    assert placements(store_dir / current_shard(store_dir)) == {str(INDEX_MEMORY)}
 
 
 def test_a_pointer_to_a_missing_shard_is_an_error_not_an_empty_store(tmp_path: Path) -> None:
