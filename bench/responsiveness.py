@@ -67,10 +67,11 @@ def build_phase(args: argparse.Namespace, build_n: int, phases: dict[str, list[f
     with bench_env(keep=args.keep) as be:
         prefilled(be.data_dir, build_n)
         write_config(be, f"[store]\nindex_after = {min(20_000, build_n // 2)}\nindex_quiet_s = 2\n")
-        with Daemon(be).start() as d:
+        with Daemon(be).start(timeout=120 + build_n / 2000) as d:  # an unbuilt store loads all into memory
             wait_idle(d, 300)
             t0 = time.monotonic()
-            while time.monotonic() - t0 < 1800:
+            deadline = 1800 + build_n * 0.006  # a 1M-drawer build takes about 50 min on two cores
+            while time.monotonic() - t0 < deadline:
                 ms, st = d.timed("status")
                 index = st["index"]
                 if index["state"] == "building":
