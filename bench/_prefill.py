@@ -64,7 +64,7 @@ def _drawers(n_drawers: int, count_tokens: Callable[[str], int], seed: int = 3) 
 
 def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
     from mempald.embed.embedder import Embedder
-    from mempald.embed.sparse import Bm25Encoder
+    from mempald.embed.sparse import META_KEY, Bm25Encoder
     from mempald.ingest.drawers import index_text
     from mempald.store.base import PointData
     from mempald.store.edge import EdgeStore
@@ -77,7 +77,9 @@ def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
     vecs = emb.embed(texts, batch_size=32).tolist()
     bm25 = Bm25Encoder()
     store = EdgeStore(data_dir / "store", emb.dim)
-    store.set_meta({"model": emb.info.model_id, "dim": emb.dim, "schema": 1, "created_at": time.time()})
+    # the keyword tokenizer too, as the daemon records it (else it warns that the keyword vectors are stale)
+    store.set_meta({"model": emb.info.model_id, "dim": emb.dim, "schema": 1, "created_at": time.time(),
+                    META_KEY: bm25.tokenizer})
     t1 = time.monotonic()
     batch: list[PointData] = []
     rnd = random.Random(11)
