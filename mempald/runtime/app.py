@@ -19,6 +19,7 @@ import sqlite3
 import sys
 import threading
 import traceback
+from collections.abc import Iterator
 
 import anyio
 import anyio.lowlevel
@@ -44,6 +45,34 @@ log = logs.get("app")
 
 
 FORCE_EXIT_GRACE_S = 10.0
+# While the daemon opens (the model, the store process, the state database), systemd is asked every
+# OPEN_EXTEND_EVERY_S for OPEN_EXTEND_S more: its start timeout (90 s by default) must not stop a large store
+# that is still opening within the store's own deadline (``mempald.store.hosted.open_timeout``).
+OPEN_EXTEND_EVERY_S = 20.0
+OPEN_EXTEND_S = 60.0
+
+
+@contextlib.contextmanager
+def _extending_start(notifier: Notifier) -> Iterator[None]:
+    """Ask the service manager for more start time now and every ``OPEN_EXTEND_EVERY_S`` until the block ends."""
+    if not notifier.enabled:
+        yield
+        return
+    done = threading.Event()
+
+    def extend() -> None:
+        while True:
+            notifier.extend_timeout(OPEN_EXTEND_S)
+            if done.wait(OPEN_EXTEND_EVERY_S):
+                return
+
+    thread = threading.Thread(target=extend, name="mempald-start-timeout", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5)
 
 
 def secure_dirs(settings: Settings) -> None:
@@ -68,7 +97,8 @@ def run(settings: Settings) -> int:
         return EXIT_RUNNING
     try:
         try:
-            daemon = Daemon.open(settings)
+            with _extending_start(Notifier()):
+                daemon = Daemon.open(settings)
         except (ModelError, StoreError, MempalError, OSError) as exc:
             log.error("cannot_start", error=str(exc))
             return EXIT_NOT_STARTED

@@ -49,7 +49,8 @@ StartLimitBurst=5
 
 [Service]
 # READY=1 is sent once the socket is bound, STOPPING=1 when shutdown begins, and WATCHDOG=1
-# every WatchdogSec/2 seconds; only the main process may notify.
+# every WatchdogSec/2 seconds; only the main process may notify. While it opens, the daemon asks
+# for 60 s more every 20 s (EXTEND_TIMEOUT_USEC): a large store may take longer than the 90 s default.
 Type=notify
 NotifyAccess=main
 ExecStart=@EXEC@ run

@@ -50,7 +50,9 @@ log = logs.get("store")
 
 # Writes kept for replay during one rebuild (points); past this the rebuild is dropped and retried later.
 JOURNAL_MAX_POINTS = 50_000
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 120.0  # to open a store, plus OPEN_S_PER_GB for each GB of its files
+OPEN_S_PER_GB = 60.0  # a disk read at 17 MB/s: an unbuilt 1M-drawer store (5 GB) opened here in under 30 s
+OPEN_LOG_EVERY_S = 30.0
 START_ATTEMPTS = 5
 DEATHS_BEFORE_PAUSE = 3  # store process deaths within DEATH_WINDOW_S before restarts are paused
 DEATH_WINDOW_S = 60.0
@@ -66,6 +68,19 @@ def child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def open_timeout(shard_dir: Path) -> float:
+    """How long a store process may take to open ``shard_dir``: ``START_TIMEOUT_S`` and ``OPEN_S_PER_GB`` for
+    each GB of its files (a store too large for the fixed figure would otherwise never start)."""
+    size = 0
+    for dirpath, _dirs, files in os.walk(shard_dir):
+        for name in files:
+            try:
+                size += os.lstat(os.path.join(dirpath, name)).st_blocks * 512  # allocated: sparse files
+            except OSError:
+                continue
+    return START_TIMEOUT_S + OPEN_S_PER_GB * size / (1024 * MB)
 
 
 class _Host:
@@ -93,9 +108,17 @@ class _Host:
         return self.proc.pid
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Wait for the store process to open its shard: while it lives, up to ``timeout`` (a line in the log
+        every ``OPEN_LOG_EVERY_S``, so a slow open of a large store is seen, not taken for a hang)."""
+        t0 = time.monotonic()
         try:
-            if not self.conn.poll(timeout):
-                raise StoreError(f"the store process did not open the store within {timeout:.0f} s")
+            while not self.conn.poll(min(OPEN_LOG_EVERY_S, max(0.0, t0 + timeout - time.monotonic()))):
+                waited = time.monotonic() - t0
+                if waited >= timeout:
+                    raise StoreError(f"the store process did not open the store within {timeout:.0f} s")
+                if self.proc.poll() is not None:
+                    raise EOFError
+                log.info("store_opening", waited_s=round(waited), timeout_s=round(timeout), pid=self.pid)
             msg = self.conn.recv()
         except (EOFError, OSError):
             code = self.proc.wait(5)
@@ -165,10 +188,14 @@ class HostedEdgeStore:
 
     def _start(self, shard: str | None) -> _Host:
         """Start a host; retried briefly, as a host of a daemon that just died may still hold the shard."""
+        try:
+            timeout = open_timeout(self.path / (shard or current_shard(self.path)))
+        except StoreError:  # a damaged CURRENT file: the store process says what is wrong
+            timeout = START_TIMEOUT_S
         for attempt in range(START_ATTEMPTS):
             host = _Host(self.path, self.dim, shard, self.ranker)
             try:
-                host.wait_ready()
+                host.wait_ready(timeout)
                 return host
             except StoreError as exc:
                 held = any(w in str(exc).lower() for w in ("wouldblock", "lock"))  # the WAL's file lock
@@ -385,7 +412,7 @@ async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[s
         built = time.monotonic()
         await anyio.to_thread.run_sync(os.rename, building, final)
         new = store.spawn_host(final.name)
-        await anyio.to_thread.run_sync(new.wait_ready)
+        await anyio.to_thread.run_sync(new.wait_ready, open_timeout(final))
         loaded = time.monotonic()
         old, replayed = await gateway.exclusive(lambda: store.finish_rebuild(new))
         swapped = True

@@ -68,3 +68,37 @@ def test_a_shard_is_opened_by_one_store_at_a_time_until_its_close_has_returned(t
         second = EdgeStore(path, DIM)
         EdgeStore(path, DIM)
     second.close()
+
+
+def test_the_wait_for_a_store_process_to_open_grows_with_the_store_and_logs_while_it_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store too large to open in the fixed figure must not keep the daemon from starting: the wait gets
+    ``OPEN_S_PER_GB`` more for each GB the shard's files hold (allocated, not their sparse sizes), a slow open
+    is logged while it goes on, and a store process that does not open in time is stopped with a clear error."""
+    from mempald.store import hosted
+
+    shard = tmp_path / "shard"
+    shard.mkdir()
+    assert hosted.open_timeout(shard) == hosted.START_TIMEOUT_S
+    with (shard / "sparse").open("wb") as fh:  # 1 GB long, nothing written: nothing to read at open
+        fh.truncate(1 << 30)
+    assert hosted.open_timeout(shard) < hosted.START_TIMEOUT_S + 1
+    (shard / "segment").write_bytes(b"\1" * (64 << 20))
+    assert hosted.open_timeout(shard) == pytest.approx(hosted.START_TIMEOUT_S + hosted.OPEN_S_PER_GB / 16, abs=1)
+
+    path = tmp_path / "store"
+    monkeypatch.setattr(hosted, "OPEN_LOG_EVERY_S", 0.05)
+    host = hosted._Host(path, DIM, None)  # a real store process, opening a new store (about a second)
+    try:
+        host.wait_ready(60)
+        assert host.call("count", (Filters(),), {}) == 0
+    finally:
+        host.close()
+    seen = capsys.readouterr()
+    assert "store_opening" in seen.out + seen.err
+
+    late = hosted._Host(path, DIM, None)
+    with pytest.raises(StoreError, match="did not open the store within 0 s"):
+        late.wait_ready(0.01)
+    assert late.proc.poll() is not None  # stopped, not left holding the store
