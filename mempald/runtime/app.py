@@ -47,7 +47,7 @@ log = logs.get("app")
 FORCE_EXIT_GRACE_S = 10.0
 # While the daemon opens (the model, the store process, the state database), systemd is asked every
 # OPEN_EXTEND_EVERY_S for OPEN_EXTEND_S more: its start timeout (90 s by default) must not stop a large store
-# that is still opening within the store's own deadline (``mempald.store.hosted.open_timeout``).
+# that is still opening within the store's own deadline (``mempald.store.host_process.open_timeout``).
 OPEN_EXTEND_EVERY_S = 20.0
 OPEN_EXTEND_S = 60.0
 

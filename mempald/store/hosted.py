@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -44,121 +41,17 @@ from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, 
 from mempald.store.edge import BUILDING, LEGACY_SHARD, current_shard, remove_stale_shards, set_current_shard
 from mempald.store.gateway import StoreGateway
 from mempald.store.host import WRITES, damage_hint
+from mempald.store.host_process import START_TIMEOUT_S, HostGone, HostProcess, child_env, open_timeout
 from mempald.store.space import MB, death_of, free_bytes, sparse_debt
 
 log = logs.get("store")
 
 # Writes kept for replay during one rebuild (points); past this the rebuild is dropped and retried later.
 JOURNAL_MAX_POINTS = 50_000
-START_TIMEOUT_S = 120.0  # to open a store, plus OPEN_S_PER_GB for each GB of its files
-OPEN_S_PER_GB = 60.0  # a disk read at 17 MB/s: an unbuilt 1M-drawer store (5 GB) opened here in under 30 s
-OPEN_LOG_EVERY_S = 30.0
 START_ATTEMPTS = 5
 DEATHS_BEFORE_PAUSE = 3  # store process deaths within DEATH_WINDOW_S before restarts are paused
 DEATH_WINDOW_S = 60.0
 PAUSE_MAX_S = 60.0
-class HostGone(StoreError):
-    """The store process died or closed its socket."""
-
-
-def child_env() -> dict[str, str]:
-    """The daemon's environment, with this ``mempald`` first on the path (a source checkout run with
-    ``python -m mempald`` starts the same code in its children)."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def open_timeout(shard_dir: Path) -> float:
-    """How long a store process may take to open ``shard_dir``: ``START_TIMEOUT_S`` and ``OPEN_S_PER_GB`` for
-    each GB of its files (a store too large for the fixed figure would otherwise never start)."""
-    size = 0
-    for dirpath, _dirs, files in os.walk(shard_dir):
-        for name in files:
-            try:
-                size += os.lstat(os.path.join(dirpath, name)).st_blocks * 512  # allocated: sparse files
-            except OSError:
-                continue
-    return START_TIMEOUT_S + OPEN_S_PER_GB * size / (1024 * MB)
-
-
-class _Host:
-    """One ``mempald.store.host serve`` process and the daemon's end of its socket pair."""
-
-    def __init__(self, path: Path, dim: int, shard: str | None, ranker: str = "") -> None:
-        ours, theirs = socket.socketpair()
-        cmd = [sys.executable, "-m", "mempald.store.host", "serve", "--fd", str(theirs.fileno()),
-               "--path", str(path), "--dim", str(dim)]
-        if shard:
-            cmd += ["--shard", shard]
-        if ranker:
-            cmd += ["--ranker", ranker]
-        try:
-            self.proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=child_env())
-        finally:
-            theirs.close()
-        self.conn = Connection(ours.detach())
-        self.lock = threading.Lock()
-        self.shard = shard or ""
-        self.path = path
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Wait for the store process to open its shard: while it lives, up to ``timeout`` (a line in the log
-        every ``OPEN_LOG_EVERY_S``, so a slow open of a large store is seen, not taken for a hang)."""
-        t0 = time.monotonic()
-        try:
-            while not self.conn.poll(min(OPEN_LOG_EVERY_S, max(0.0, t0 + timeout - time.monotonic()))):
-                waited = time.monotonic() - t0
-                if waited >= timeout:
-                    raise StoreError(f"the store process did not open the store within {timeout:.0f} s")
-                if self.proc.poll() is not None:
-                    raise EOFError
-                log.info("store_opening", waited_s=round(waited), timeout_s=round(timeout), pid=self.pid)
-            msg = self.conn.recv()
-        except (EOFError, OSError):
-            code = self.proc.wait(5)
-            raise HostGone(f"the store process exited ({code}) before it opened the store: "
-                           f"{death_of(self.path, code)}") from None
-        except StoreError:
-            self.close(timeout=1)
-            raise
-        if msg[0] != "ready":
-            self.close(timeout=5)
-            raise StoreError(str(msg[2]))
-        self.shard = str(msg[1]["shard"])
-
-    def call(self, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        with self.lock:
-            try:
-                self.conn.send((method, args, dict(kwargs)))
-                reply = self.conn.recv()
-            except (EOFError, OSError) as exc:
-                raise HostGone(f"the store process is gone ({exc or 'closed'})") from None
-        if reply[0] == "ok":
-            return reply[1]
-        kind, message = reply[1], reply[2]
-        raise StoreError(message if kind == "store" else f"{kind}: {message}")
-
-    def exit_code(self) -> int | None:
-        try:
-            return self.proc.wait(2)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def close(self, timeout: float = 60.0) -> None:
-        """Close the socket: the host flushes, closes its shard and exits."""
-        with self.lock:
-            self.conn.close()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
 
 
 class HostedEdgeStore:
@@ -186,14 +79,14 @@ class HostedEdgeStore:
         self.damaged = ""  # why the store's files look damaged ("" while nothing says so)
         self._host = self._start(None)
 
-    def _start(self, shard: str | None) -> _Host:
+    def _start(self, shard: str | None) -> HostProcess:
         """Start a host; retried briefly, as a host of a daemon that just died may still hold the shard."""
         try:
             timeout = open_timeout(self.path / (shard or current_shard(self.path)))
         except StoreError:  # a damaged CURRENT file: the store process says what is wrong
             timeout = START_TIMEOUT_S
         for attempt in range(START_ATTEMPTS):
-            host = _Host(self.path, self.dim, shard, self.ranker)
+            host = HostProcess(self.path, self.dim, shard, self.ranker)
             try:
                 host.wait_ready(timeout)
                 return host
@@ -220,7 +113,7 @@ class HostedEdgeStore:
             self._restart()
             return self._checked(self._host, method, args, kwargs)
 
-    def _checked(self, host: _Host, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    def _checked(self, host: HostProcess, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         try:
             return host.call(method, args, kwargs)
         except HostGone:
@@ -366,11 +259,11 @@ class HostedEdgeStore:
         self._journal_points = 0
         return building
 
-    def spawn_host(self, shard: str) -> _Host:
+    def spawn_host(self, shard: str) -> HostProcess:
         """Step 3: start a host on the built copy (call from the daemon's main thread; wait with ``wait_ready``)."""
-        return _Host(self.path, self.dim, shard, self.ranker)
+        return HostProcess(self.path, self.dim, shard, self.ranker)
 
-    def finish_rebuild(self, new: _Host) -> tuple[_Host, int]:
+    def finish_rebuild(self, new: HostProcess) -> tuple[HostProcess, int]:
         """Step 3-4, on the store's worker thread: replay, flush, switch. Returns the old host to close."""
         journal = self._journal
         if journal is None:
@@ -401,7 +294,7 @@ async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[s
     building = await gateway.exclusive(store.begin_rebuild)
     copied = time.monotonic()
     final = building.with_name(building.name.removesuffix(BUILDING))
-    new: _Host | None = None
+    new: HostProcess | None = None
     swapped = False
     try:
         res = await anyio.run_process(build_command(building), check=False, stdin=subprocess.DEVNULL,

@@ -1,4 +1,5 @@
-"""The store process's ownership of its shard: one close, never in the middle of a call."""
+"""The store process: its ownership of its shard (one close, never in the middle of a call), and the daemon's
+wait for it to open."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def test_the_wait_for_a_store_process_to_open_grows_with_the_store_and_logs_whil
     """A store too large to open in the fixed figure must not keep the daemon from starting: the wait gets
     ``OPEN_S_PER_GB`` more for each GB the shard's files hold (allocated, not their sparse sizes), a slow open
     is logged while it goes on, and a store process that does not open in time is stopped with a clear error."""
-    from mempald.store import hosted
+    from mempald.store import host_process as hosted
 
     shard = tmp_path / "shard"
     shard.mkdir()
@@ -89,7 +90,7 @@ def test_the_wait_for_a_store_process_to_open_grows_with_the_store_and_logs_whil
 
     path = tmp_path / "store"
     monkeypatch.setattr(hosted, "OPEN_LOG_EVERY_S", 0.05)
-    host = hosted._Host(path, DIM, None)  # a real store process, opening a new store (about a second)
+    host = hosted.HostProcess(path, DIM, None)  # a real store process, opening a new store (about a second)
     try:
         host.wait_ready(60)
         assert host.call("count", (Filters(),), {}) == 0
@@ -98,7 +99,7 @@ def test_the_wait_for_a_store_process_to_open_grows_with_the_store_and_logs_whil
     seen = capsys.readouterr()
     assert "store_opening" in seen.out + seen.err
 
-    late = hosted._Host(path, DIM, None)
+    late = hosted.HostProcess(path, DIM, None)
     with pytest.raises(StoreError, match="did not open the store within 0 s"):
         late.wait_ready(0.01)
     assert late.proc.poll() is not None  # stopped, not left holding the store
