@@ -19,7 +19,7 @@ import itertools
 import os
 import sys
 
-from mempal.paths import locate
+from mempal.paths import locate, starting_daemon
 from mempal.protocol import (
     DEFAULT_MAX_LINE,
     INVALID_PARAMS,
@@ -42,6 +42,14 @@ _ids = itertools.count(1)
 
 class DaemonUnavailable(Exception):
     """The daemon is not running (no socket, or nothing answers on it), or the one answering is not ours."""
+
+
+class DaemonStarting(DaemonUnavailable):
+    """A mempald holds this data directory but its socket is not open yet (it is opening its model and store)."""
+
+    def __init__(self, message: str, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
 
 
 class WrongDaemon(DaemonUnavailable):
@@ -103,6 +111,10 @@ class Connection:
             sock.connect(self.path)
         except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
             sock.close()
+            pid = starting_daemon(self.located.data_dir) if self.located is not None else None
+            if pid is not None:
+                raise DaemonStarting(f"mempald (pid {pid}) is starting: it opens its store before its socket "
+                                     f"({self.path}); try again in a few seconds", pid) from exc
             raise DaemonUnavailable(not_running(self.path)) from exc
         except OSError as exc:
             sock.close()
@@ -187,7 +199,24 @@ class Connection:
         return line
 
 
+START_WAIT_S = 60.0  # the longest ``call`` waits for a daemon that is starting
+
+
 def call(method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0) -> Any:
-    """Open a connection, make one call, close it."""
-    with Connection(timeout=timeout) as conn:
-        return conn.call(method, params)
+    """Open a connection, make one call, close it. A daemon that is starting is waited for, up to
+    ``START_WAIT_S`` (or ``timeout`` when shorter): a command run just after ``mempald`` was started, or at login,
+    gets its answer instead of "not running". (Hooks use ``Connection`` directly and never wait.)"""
+    import time
+
+    deadline = time.monotonic() + min(timeout, START_WAIT_S)
+    while True:
+        conn = Connection(timeout=timeout)
+        try:
+            conn.connect()
+        except DaemonStarting:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+            continue
+        with conn:
+            return conn.call(method, params)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 SOCKET_NAME = "mempald.sock"
 POINTER_NAME = "daemon.json"
+LOCK_NAME = "mempald.lock"  # the daemon's instance lock in its data dir; it holds the pid of the one that took it
 APP = "mempald"
 RUN_USER = "/run/user"  # systemd-logind's per-user runtime dirs
 
@@ -160,6 +161,30 @@ def read_pointer(ddir: str | os.PathLike[str]) -> Pointer | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return pointer if pointer.uid == os.getuid() and os.path.isabs(pointer.socket) else None
+
+
+def starting_daemon(ddir: str | os.PathLike[str]) -> int | None:
+    """The pid of a mempald that holds ``ddir`` but does not serve yet (it opens its model and store before its
+    socket), from the lock file: None when that process is gone or is not a mempald. A check, not a lock: a
+    client taking the lock, even shared, could make a daemon starting in that moment think another one runs."""
+    try:
+        with open(os.path.join(ddir, LOCK_NAME), encoding="utf-8") as fh:
+            pid = int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except OSError:  # gone (the lock file keeps the pid of the last daemon), or not this user's
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"mempald" not in fh.read():
+                return None  # the pid was taken by another program since
+    except OSError:
+        pass  # no /proc (macOS): taken at the lock file's word
+    return pid
 
 
 def publish_pointer(ddir: Path, socket: Path, *, version: str = "") -> Path | None:

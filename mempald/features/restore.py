@@ -92,12 +92,12 @@ def _check_empty() -> Settings:
 
 def restore(src: Path, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Restore the backup at ``src`` into this data dir (module docstring). Blocking."""
-    from mempald.runtime.lock import InstanceLock
+    from mempald.runtime.lock import instance_lock
 
     src = src.expanduser().resolve()
     if not src.is_dir():
         raise InvalidInput(f"{src} is not a backup folder")
-    lock = InstanceLock(data_dir() / "mempald.lock")
+    lock = instance_lock(data_dir())
     if not lock.acquire():
         raise Busy(f"a daemon (pid {lock.holder()}) runs on {data_dir()}: stop it first; a restore goes into an "
                    "empty data dir")

@@ -33,7 +33,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from mempald.embed.embedder import DEFAULT_DIM
     from mempald.errors import InvalidInput
     from mempald.ops.migrate import migrate, open_target, target_spec
-    from mempald.runtime.lock import InstanceLock
+    from mempald.runtime.lock import instance_lock
     from mempald.store.locate import open_location
 
     settings = load_settings()
@@ -44,7 +44,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     except InvalidInput as exc:
         print(f"mempald migrate: {exc.message}", file=sys.stderr)
         return 2
-    lock = InstanceLock(data_dir() / "mempald.lock")
+    lock = instance_lock(data_dir())
     touches_own = own in (source_spec, target, target.removeprefix("edge:"))
     if touches_own and not lock.acquire():
         print(f"mempald migrate: a daemon (pid {lock.holder()}) runs on {data_dir()}: use `mempal migrate --to "

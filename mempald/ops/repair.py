@@ -193,7 +193,7 @@ def _text(r: dict[str, Any]) -> str:
 
 
 def main_repair(as_json: bool = False) -> int:
-    from mempald.runtime.lock import InstanceLock
+    from mempald.runtime.lock import instance_lock
 
     try:
         settings = load_settings()
@@ -201,7 +201,7 @@ def main_repair(as_json: bool = False) -> int:
         print(f"mempald repair: {exc}", file=sys.stderr)
         return 2
     ddir = data_dir()
-    lock = InstanceLock(ddir / "mempald.lock")
+    lock = instance_lock(ddir)
     if not lock.acquire():
         print(f"mempald repair: a daemon (pid {lock.holder()}) runs on {ddir}: stop it first "
               "(`systemctl --user stop mempald`, or end the process)", file=sys.stderr)

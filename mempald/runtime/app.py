@@ -25,12 +25,12 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from mempal.paths import publish_pointer, socket_path, withdraw_pointer
+from mempal.paths import LOCK_NAME, publish_pointer, socket_path, withdraw_pointer
 from mempald import __version__, logs
 from mempald.config import ConfigError, Settings, config_dir, config_path, data_dir, load_settings, owner_only
 from mempald.embed.embedder import ModelError
 from mempald.errors import MempalError
-from mempald.runtime.lock import InstanceLock
+from mempald.runtime.lock import instance_lock
 from mempald.runtime.root import Daemon
 from mempald.runtime.sdnotify import Notifier
 from mempald.runtime.server import Server, ServerConfig, SocketInUse
@@ -83,14 +83,14 @@ def secure_dirs(settings: Settings) -> None:
     for folder in (ddir, config_dir(), settings.store_path() if settings.store.path else None):
         if folder is not None:
             owner_only(folder, 0o700)
-    for file in (config_path(), ddir / "state.sqlite3", ddir / "mempald.lock"):
+    for file in (config_path(), ddir / "state.sqlite3", ddir / LOCK_NAME):
         owner_only(file, 0o600)
 
 
 def run(settings: Settings) -> int:
     ddir = data_dir()
     secure_dirs(settings)
-    lock = InstanceLock(ddir / "mempald.lock")
+    lock = instance_lock(ddir)
     if not lock.acquire():
         log.error("already_running", data_dir=str(ddir), pid=lock.holder(),
                   message=f"another mempald (pid {lock.holder()}) is running on {ddir}")

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import IO
 
+from mempal.paths import LOCK_NAME
+
 
 class InstanceLock:
     """``flock`` on ``<data dir>/mempald.lock``: one daemon per data dir; released by the kernel on crash."""
@@ -42,3 +44,8 @@ class InstanceLock:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
             self._fh.close()
             self._fh = None
+
+
+def instance_lock(ddir: Path) -> InstanceLock:
+    """The lock of the data dir ``ddir`` (clients read the pid in it: ``mempal.paths.starting_daemon``)."""
+    return InstanceLock(ddir / LOCK_NAME)

@@ -3,6 +3,7 @@ after kill -9, SIGHUP reload, bad config, and install-service --dry-run."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -10,12 +11,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from mempal.paths import socket_path
-from tests.conftest import Daemon
+from mempal.connection import Connection, DaemonStarting
+from mempal.paths import data_dir, socket_path
+from tests.conftest import Daemon, mempal_cli
 from tests.integration.test_skeleton import assistant_line, user_line
 
 
@@ -47,6 +50,35 @@ def test_notify_ready_then_stopping_and_clean_exit(daemon: Daemon) -> None:
     finally:
         notify.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.timeout(180)
+def test_a_command_run_while_the_daemon_starts_waits_for_it_and_a_stopped_one_is_not_running(daemon: Daemon) -> None:
+    """The daemon opens its model and store before its socket (seconds; more for a large store). A command run in
+    that time (just after `mempald`, or at login) is told the daemon is starting and, from the CLI, waits for
+    it instead of hearing "not running"; once the daemon has stopped, the pid left in its lock file is ignored."""
+    lock = data_dir(daemon.env) / "mempald.lock"
+    daemon.start(wait=False)
+    assert daemon.proc is not None
+    deadline = time.monotonic() + 60
+    while not (lock.is_file() and lock.read_text().strip() == str(daemon.proc.pid)):  # taken first thing
+        assert time.monotonic() < deadline and daemon.proc.poll() is None
+        time.sleep(0.02)
+    try:
+        Connection(environ=daemon.env).connect()
+    except DaemonStarting as exc:
+        assert exc.pid == daemon.proc.pid and "is starting" in str(exc)
+    else:
+        pytest.skip("the daemon served before the client looked: no starting window to test on this machine")
+    res = mempal_cli(daemon.env, "status", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["pid"] == daemon.proc.pid
+    assert daemon.stop() == 0
+    assert lock.read_text().strip() == str(daemon.proc.pid)  # the lock file keeps the last daemon's pid
+    t0 = time.monotonic()
+    res = mempal_cli(daemon.env, "status")
+    assert res.returncode != 0 and "mempald is not running" in res.stderr
+    assert time.monotonic() - t0 < 20  # told at once, not after the wait for a starting daemon
 
 
 @pytest.mark.timeout(120)
