@@ -113,8 +113,10 @@ class Connection:
             sock.close()
             pid = starting_daemon(self.located.data_dir) if self.located is not None else None
             if pid is not None:
-                raise DaemonStarting(f"mempald (pid {pid}) is starting: it opens its store before its socket "
-                                     f"({self.path}); try again in a few seconds", pid) from exc
+                raise DaemonStarting(f"mempald (pid {pid}) holds this data directory but does not serve on "
+                                     f"{self.path} yet: it is starting (it opens its store before its socket), "
+                                     "or an offline `mempald` command is running; try again in a few seconds",
+                                     pid) from exc
             raise DaemonUnavailable(not_running(self.path)) from exc
         except OSError as exc:
             sock.close()
