@@ -21,7 +21,7 @@ from typing import Any
 
 from mempald import logs
 from mempald.store.base import StoreError
-from mempald.store.space import MB, death_of
+from mempald.store.space import MB, allocated_bytes, death_of
 
 log = logs.get("store")
 
@@ -46,14 +46,7 @@ def child_env() -> dict[str, str]:
 def open_timeout(shard_dir: Path) -> float:
     """How long a store process may take to open ``shard_dir``: ``START_TIMEOUT_S`` and ``OPEN_S_PER_GB`` for
     each GB of its files (a store too large for the fixed figure would otherwise never start)."""
-    size = 0
-    for dirpath, _dirs, files in os.walk(shard_dir):
-        for name in files:
-            try:
-                size += os.lstat(os.path.join(dirpath, name)).st_blocks * 512  # allocated: sparse files
-            except OSError:
-                continue
-    return START_TIMEOUT_S + OPEN_S_PER_GB * size / (1024 * MB)
+    return START_TIMEOUT_S + OPEN_S_PER_GB * allocated_bytes(shard_dir) / (1024 * MB)
 
 
 class HostProcess:

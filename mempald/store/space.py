@@ -20,7 +20,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,17 +34,23 @@ CHECK_EVERY_S = 1.0  # free space is read at most this often
 DEBT_EVERY_S = 10.0  # the store's files are walked at most this often
 
 
-def sparse_debt(root: Path) -> int:
-    """Bytes the files under ``root`` may still take on disk: size minus allocated blocks (sparse files)."""
-    debt = 0
+def _file_stats(root: Path) -> Iterator[os.stat_result]:
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             try:
-                st = os.lstat(os.path.join(dirpath, name))
+                yield os.lstat(os.path.join(dirpath, name))
             except OSError:
                 continue
-            debt += max(0, st.st_size - st.st_blocks * 512)
-    return debt
+
+
+def sparse_debt(root: Path) -> int:
+    """Bytes the files under ``root`` may still take on disk: size minus allocated blocks (sparse files)."""
+    return sum(max(0, st.st_size - st.st_blocks * 512) for st in _file_stats(root))
+
+
+def allocated_bytes(root: Path) -> int:
+    """Bytes the files under ``root`` take on disk (their allocated blocks: a sparse file's holes do not count)."""
+    return sum(st.st_blocks * 512 for st in _file_stats(root))
 
 
 def free_bytes(path: Path) -> int:
