@@ -33,6 +33,10 @@ class InstanceLock:
         self._fh = fh
         return True
 
+    @property
+    def held(self) -> bool:
+        return self._fh is not None
+
     def holder(self) -> str:
         try:
             return self.path.read_text().strip() or "?"
