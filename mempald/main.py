@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         lock.acquire()
     from mempald.runtime.app import main_run
 
-    return main_run(verbose=args.verbose, lock=lock)
+    return main_run(lock, verbose=args.verbose)
 
 
 if __name__ == "__main__":

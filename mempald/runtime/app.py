@@ -30,7 +30,7 @@ from mempald import __version__, logs
 from mempald.config import ConfigError, Settings, config_dir, config_path, data_dir, load_settings, owner_only
 from mempald.embed.embedder import ModelError
 from mempald.errors import MempalError
-from mempald.runtime.lock import InstanceLock, instance_lock
+from mempald.runtime.lock import InstanceLock
 from mempald.runtime.root import Daemon
 from mempald.runtime.sdnotify import Notifier
 from mempald.runtime.server import Server, ServerConfig, SocketInUse
@@ -87,11 +87,11 @@ def secure_dirs(settings: Settings) -> None:
         owner_only(file, 0o600)
 
 
-def run(settings: Settings, lock: InstanceLock | None = None) -> int:
-    """The daemon, from its lock (taken here unless ``lock`` already holds it) to its last log line."""
+def run(settings: Settings, lock: InstanceLock) -> int:
+    """The daemon, from its lock (``mempald.main`` takes it before the runtime's imports; taken here if that
+    failed) to its last log line."""
     ddir = data_dir()
     secure_dirs(settings)
-    lock = lock or instance_lock(ddir)
     if not lock.held and not lock.acquire():
         log.error("already_running", data_dir=str(ddir), pid=lock.holder(),
                   message=f"another mempald (pid {lock.holder()}) is running on {ddir}")
@@ -190,14 +190,13 @@ def _arm_force_exit(after_s: float) -> None:
     timer.start()
 
 
-def main_run(verbose: bool = False, lock: InstanceLock | None = None) -> int:
+def main_run(lock: InstanceLock, verbose: bool = False) -> int:
     logs.configure(verbose)
     try:
         settings = load_settings()
     except ConfigError as exc:
         log.error("bad_config", error=str(exc))
-        if lock is not None:
-            lock.release()
+        lock.release()
         return EXIT_CONFIG
     with contextlib.suppress(KeyboardInterrupt):
         return run(settings, lock)

@@ -74,16 +74,15 @@ class HostProcess:
         return self.proc.pid
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Wait for the store process to open its shard: while it lives, up to ``timeout`` (a line in the log
-        every ``OPEN_LOG_EVERY_S``, so a slow open of a large store is seen, not taken for a hang)."""
+        """Wait for the store process to open its shard, up to ``timeout`` (a line in the log every
+        ``OPEN_LOG_EVERY_S``, so a slow open of a large store is seen, not taken for a hang). One that dies meanwhile
+        closes its end of the socket: ``poll`` returns at once and ``recv`` says so."""
         t0 = time.monotonic()
         try:
             while not self.conn.poll(min(OPEN_LOG_EVERY_S, max(0.0, t0 + timeout - time.monotonic()))):
                 waited = time.monotonic() - t0
                 if waited >= timeout:
                     raise StoreError(f"the store process did not open the store within {timeout:.0f} s")
-                if self.proc.poll() is not None:
-                    raise EOFError
                 log.info("store_opening", waited_s=round(waited), timeout_s=round(timeout), pid=self.pid)
             msg = self.conn.recv()
         except (EOFError, OSError):
