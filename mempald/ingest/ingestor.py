@@ -32,6 +32,7 @@ from mempald.ingest.units import format_for
 from mempald.ingest.writer import DrawerWriter
 from mempald.normalize import registry
 from mempald.normalize.model import Exchange
+from mempald.sources.reader import Refused
 from mempald.sources.registry import Source
 from mempald.state.db import State
 from mempald.store.base import Filters
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["UNKNOWN", "IngestResult", "Ingestor", "SourceStatus"]
 log = logs.get("ingest")
 
+
+REFUSED_REMEMBERED = 10_000  # refused files remembered as counted (bounded memory)
 
 class Ingestor:
     """Reads sources into drawers. Settings are read from the current snapshot at each use (a reload applies
@@ -72,6 +75,7 @@ class Ingestor:
         self.room_keywords = room_keywords
         self._locks: dict[str, anyio.Lock] = {}
         self.status: dict[str, SourceStatus] = {}
+        self._refused: set[tuple[str, str]] = set()  # (path, reason) counted and logged once, not at every event
         self.writer = DrawerWriter(state=state, store=store, embedder=embedder, bm25=bm25, dense=dense,
                                    max_tokens=settings.current.embed.max_tokens, admit=admit)
         self.reader = UnitReader(settings=settings, state=state, writer=self.writer, machine=machine, user=user,
@@ -133,6 +137,9 @@ class Ingestor:
                 else:
                     await self.reader.document(path, source, found, lane, res)
             st.last_ingest = time.time()
+        except Refused as exc:  # named by a watch event, not a regular file (a FIFO, a socket) or too large
+            res.refused = exc.detail
+            self._refuse(st, str(path), exc)
         except (OSError, UnicodeError) as exc:
             res.error = f"{type(exc).__name__}: {exc}"
             st.errors += 1
@@ -142,6 +149,17 @@ class Ingestor:
             st.skipped["long_line"] = st.skipped.get("long_line", 0) + res.skipped_long_lines
             log.warning("long_lines_skipped", path=str(path), count=res.skipped_long_lines)
         return res
+
+    def _refuse(self, st: SourceStatus, path: str, exc: Refused) -> None:
+        """Count and log a refused file once: a FIFO's every event would otherwise count it again."""
+        key = (path, exc.reason)
+        if key in self._refused:
+            return
+        if len(self._refused) >= REFUSED_REMEMBERED:
+            self._refused.clear()
+        self._refused.add(key)
+        st.skipped[exc.reason] = st.skipped.get(exc.reason, 0) + 1
+        log.warning("file_skipped", path=path, reason=exc.reason, detail=exc.detail)
 
     async def forget_file(self, path: str, source: Source) -> None:
         """A file disappeared: code drawers follow it; conversation drawers are kept (they outlive transcripts)."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mempald.normalize.model import Exchange
+from mempald.sources.reader import open_regular
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,8 @@ def project_exchanges(path: Path, root: Path, size: int) -> tuple[list[Exchange]
 
     if size > 1_000_000:
         return [], "too-large"
-    data = path.read_bytes()
+    with open_regular(path) as fh:  # a FIFO or a device named by a watch event is refused, never waited on
+        data = fh.read()
     if is_probably_binary(data[:8192]):
         return [], "binary"
     text = data.decode("utf-8", errors="replace")

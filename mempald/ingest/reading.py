@@ -30,7 +30,7 @@ from mempald.ingest.writer import DrawerWriter, Written
 from mempald.normalize import registry
 from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.model import CursorContext, NormalizeError
-from mempald.sources.reader import ReadResult, prefix_hash, read_lines
+from mempald.sources.reader import ReadResult, prefix_hash, read_capped, read_lines
 from mempald.sources.registry import Source, folder_signature
 from mempald.state.db import Cursor, State
 from mempald.store.base import Filters
@@ -51,6 +51,7 @@ class IngestResult:
     restarted: bool = False
     more: bool = False
     error: str = ""
+    refused: str = ""  # why the file was not read (a FIFO, a socket, too large): counted with the source's skips
     ids: list[str] = field(default_factory=list)  # the drawers this read made (not sent: see as_dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -145,7 +146,7 @@ class UnitReader:
         cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
         if cur and cur.same_file(st):
             return
-        data = await anyio.to_thread.run_sync(path.read_bytes)
+        data = await anyio.to_thread.run_sync(read_capped, path, self.settings.current.ingest.max_file_bytes)
         base = CursorContext(format=fmt.name, cwd=cur.context.cwd if cur else "")
         ctx = await anyio.to_thread.run_sync(prepare, path, fmt, base)
         # The full path names the session: two notes.md in different folders are different sessions.

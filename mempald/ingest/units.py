@@ -20,6 +20,7 @@ from mempald.normalize import claude_code, registry
 from mempald.normalize.format import Format
 from mempald.normalize.model import CursorContext, Line
 from mempald.normalize.wings import slug
+from mempald.sources.reader import open_regular
 
 PARENT_MAX = 64 * 1024 * 1024  # a session file read to find a sub-agent's parent (larger ones are not read)
 EXPORT_MAX = 512 * 1024 * 1024
@@ -29,7 +30,8 @@ _HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2})$", re.I)
 
 
 def head_of(path: Path) -> bytes:
-    with path.open("rb") as fh:
+    """The start of a file, for its format (``Refused`` for a FIFO, a socket, a device: never blocks on one)."""
+    with open_regular(path) as fh:
         return fh.read(registry.HEAD_BYTES)
 
 

@@ -25,7 +25,7 @@ from mempald.ingest.queues import FRESH
 from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
 from mempald.sources.paths import checked_path
-from mempald.sources.reader import Refused, refusal
+from mempald.sources.reader import refusal
 from mempald.sources.registry import Source
 from mempald.sources.scan import Scanner
 from mempald.text.classify import room_for_path
@@ -171,12 +171,12 @@ class SourceAdmin:
                 if why is not None:
                     self._account(summary, source, f, *why)
                     continue
-                try:
-                    res: IngestResult = await self.ingestor.ingest_path(f, source, FRESH)
-                    while res.more:
-                        res = await self.ingestor.ingest_path(f, source, FRESH)
-                except Refused as exc:  # it changed between the check and the read
-                    self._account(summary, source, f, exc.reason, exc.detail, False)
+                res: IngestResult = await self.ingestor.ingest_path(f, source, FRESH)
+                while res.more:
+                    res = await self.ingestor.ingest_path(f, source, FRESH)
+                if res.refused:  # it changed between the check and the read (the ingestor counted and logged it)
+                    if len(summary["skipped_files"]) < LISTED_MAX:
+                        summary["skipped_files"].append(f"{f}: {res.refused}")
                     continue
                 summary["exchanges"] += res.exchanges
                 summary["drawers"] += res.drawers

@@ -227,10 +227,23 @@ def test_fifos_made_in_a_watched_folder_never_keep_the_daemon_from_answering_or_
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.xfail(strict=True, reason="gap outside this change: when a watch event names a file of a folder of "
-                   "any format, the ingestor (mempald/ingest/units.py head_of, reading.py read_bytes) opens it "
-                   "without mempald.sources.reader.open_regular, so a FIFO blocks an ingest loop for good")
 def test_fifos_made_in_a_watched_folder_never_stop_its_other_files_being_read(daemon: Daemon,
                                                                               tmp_path: Path) -> None:
-    _watched_notes_with_fifos(daemon, tmp_path)
+    notes = _watched_notes_with_fifos(daemon, tmp_path)
     daemon.wait_for(lambda: daemon.call("search", {"query": "onyx deploy window"})["hits"], timeout=60)
+    # the FIFOs a watch event named are counted as skipped, with their reason, and logged with their paths
+    src = daemon.wait_for(lambda: next((s for s in daemon.call("status")["sources"]
+                                        if s["path"] == str(notes) and s["skipped"].get("fifo")), None), timeout=60)
+    assert set(src["skipped"]) <= {"fifo"}, src
+    for _ in range(3):  # the same FIFOs made again (a tool re-creating its pipes): each counted and logged once
+        for i in range(3):
+            (notes / f"pipe-{i}.txt").unlink()
+            os.mkfifo(notes / f"pipe-{i}.txt")
+    (notes / "c.md").write_text("# gamma\n\nThe gamma note about the amber failover drill.\n")
+    daemon.wait_for(lambda: daemon.call("search", {"query": "amber failover drill"})["hits"], timeout=60)
+    src = next(s for s in daemon.call("status")["sources"] if s["path"] == str(notes))
+    assert src["skipped"] == {"fifo": 3}, src
+    skipped = [ln for ln in daemon.logs().splitlines() if '"file_skipped"' in ln and "pipe-" in ln
+               and '"component": "ingest"' in ln]
+    assert len(skipped) == 3 and all('"fifo"' in ln for ln in skipped), skipped
+    assert not [ln for ln in daemon.logs().splitlines() if '"ingest_failed"' in ln and "pipe-" in ln]
