@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
+from mempald.text.literals import Prefiltered
 from mempald.text.memory_markers import (
     BOILERPLATE,
     FILLER,
@@ -60,11 +61,13 @@ _INLINE = re.compile(r"(?<!`)(`{1,3})(?!`)[^`\n]+?(?<!`)\1(?!`)")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 
 
+@lru_cache(maxsize=8)
 def strip_code(text: str, inline: bool = True) -> str:
     """``text`` without fenced code blocks, indented code blocks and (``inline``) inline code spans.
 
     An indented block counts as code only when it follows a blank line (or starts the text), as in
-    Markdown: an indented continuation line of a list item stays prose.
+    Markdown: an indented continuation line of a list item stays prose. The last few results are kept: a
+    drawer's room, memory type and importance each start from its stripped prose.
     """
     text = _FENCE.sub("\n", text)
     if inline:
@@ -97,17 +100,21 @@ def _is_word(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def _fast(pattern: str) -> re.Pattern[str]:
+def _fast(pattern: str) -> Prefiltered:
     r"""Compile a marker for lower-cased text, its leading ``\b`` dropped and checked by ``_found``.
 
     A pattern that starts with ``\b`` (or with a case-insensitive flag) defeats the regex engine's
-    literal-prefix scan, which makes the whole table ~30x slower on long texts.
+    literal-prefix scan, which makes the whole table ~30x slower on long texts. The strings the marker cannot
+    match without are tested first (``literals``): most texts hold none of a marker's words.
     """
-    return re.compile(re.sub(r"(^|\|)\\b", r"\1", pattern))
+    return Prefiltered(re.compile(re.sub(r"(^|\|)\\b", r"\1", pattern)))
 
 
-def _found(rx: re.Pattern[str], text: str) -> bool:
-    """Does ``rx`` match ``text`` somewhere that does not start inside a word?"""
+def _found(marker: Prefiltered, text: str) -> bool:
+    """Does ``marker`` match ``text`` somewhere that does not start inside a word?"""
+    if not marker.possible(text):
+        return False
+    rx = marker.rx
     pos = 0
     while (m := rx.search(text, pos)) is not None:
         start = m.start()
@@ -117,7 +124,7 @@ def _found(rx: re.Pattern[str], text: str) -> bool:
     return False
 
 
-_COMPILED: dict[str, list[tuple[re.Pattern[str], float]]] = {
+_COMPILED: dict[str, list[tuple[Prefiltered, float]]] = {
     t: [(_fast(p), w) for p, w in marks] for t, marks in MARKERS.items()
 }
 
@@ -128,14 +135,19 @@ _SATURATION = 2.5
 _DAMP_WORDS = 300
 
 
-def _scores(prose: str) -> dict[str, float]:
-    low = prose.lower()
+def _scores(low: str) -> dict[str, float]:
     return {t: sum(w for rx, w in marks if _found(rx, low)) for t, marks in _COMPILED.items()}
+
+
+@lru_cache(maxsize=8)
+def _low_prose(text: str) -> str:
+    """The prose of ``text`` (code stripped), lower-cased: what the markers and keywords are matched on."""
+    return strip_code(text).lower()
 
 
 def memory_scores(text: str) -> dict[str, float]:
     """Raw weighted marker score per memory type, on the prose of ``text`` (code stripped)."""
-    return _scores(strip_code(text))
+    return _scores(_low_prose(text))
 
 
 def classify_memory(text: str, threshold: float = 0.3) -> tuple[str | None, float]:
@@ -145,7 +157,7 @@ def classify_memory(text: str, threshold: float = 0.3) -> tuple[str | None, floa
     scores close to it (an ambiguous text is a weak label). Ties go to the earlier type in MEMORY_TYPES.
     """
     prose = strip_code(text)
-    scores = _scores(prose)
+    scores = _scores(_low_prose(text))
     ranked = sorted(MEMORY_TYPES, key=lambda t: -scores[t])
     best, second = scores[ranked[0]], scores[ranked[1]]
     if best <= 0:
@@ -166,7 +178,7 @@ _RESOLUTION = [(_fast(p), w) for p, w in RESOLUTION]
 def has_fix(text: str) -> bool:
     """Does this exchange (its prose: code stripped) say what fixed or caused a problem, not only that there is
     one? A problem with its fix is worth remembering; a complaint alone is not."""
-    low = strip_code(text).lower()
+    low = _low_prose(text)
     return sum(w for rx, w in _RESOLUTION if _found(rx, low)) >= RESOLUTION_THRESHOLD
 
 
@@ -240,11 +252,24 @@ _TYPE_WEIGHT: dict[str | None, int] = {
     "emotional": 2,
     None: 1,
 }
+# Matched on lower-cased prose, the left word boundary checked as in ``_found`` (see ``_fast`` for why).
 _EMPHASIS = re.compile(
-    r"\b(?:important|importantly|remember|always|never|critical|crucial|must|essential|"
+    r"(?:important|importantly|remember|always|never|critical|crucial|must|essential|"
     r"don'?t forget|do not forget|note to self|key point|for the record)\b",
-    re.I,
 )
+
+
+def _emphasis_words(low: str) -> set[str]:
+    out: set[str] = set()
+    pos = 0
+    while (m := _EMPHASIS.search(low, pos)) is not None:
+        start = m.start()
+        if start == 0 or not (_is_word(low[start]) and _is_word(low[start - 1])):
+            out.add(m.group(0))
+            pos = m.end()
+        else:
+            pos = start + 1
+    return out
 
 
 def importance(text: str, memory_type: str | None) -> int:
@@ -254,11 +279,10 @@ def importance(text: str, memory_type: str | None) -> int:
     unlabelled 1), +1 for emphasis words ("important", "remember", "always", ...), +1 more when two or
     more distinct ones appear, -1 for a very short text, +1 for a substantial one. Empty text is 0.
     """
-    prose = strip_code(text)
     if not text.strip():
         return 0
     score = _TYPE_WEIGHT.get(memory_type, 1)
-    emphasis = {m.group(0).lower() for m in _EMPHASIS.finditer(prose)}
+    emphasis = _emphasis_words(_low_prose(text))
     if emphasis:
         score += 1
     if len(emphasis) >= 2:
@@ -279,18 +303,20 @@ def importance(text: str, memory_type: str | None) -> int:
 _MAX_PER_KEYWORD = 3
 
 
-def _keyword_regex(keyword: str) -> re.Pattern[str]:
+def _keyword_regex(keyword: str) -> Prefiltered:
     kw = keyword.strip().lower()
     body = r"\s+".join(re.escape(w) for w in kw.split())
     # Single words also match their simple inflections: test/tests/tested/testing.
     suffix = r"(?:s|es|ed|d|ing)?" if " " not in kw and kw.isalpha() else ""
     # Matched on lower-cased text; the left word boundary is checked in _count (see _fast for why).
-    return re.compile(rf"{body}{suffix}(?!\w)")
+    return Prefiltered(re.compile(rf"{body}{suffix}(?!\w)"))
 
 
-def _count(rx: re.Pattern[str], text: str, cap: int) -> int:
+def _count(keyword: Prefiltered, text: str, cap: int) -> int:
+    if not keyword.possible(text):
+        return 0
     n = 0
-    for m in rx.finditer(text):
+    for m in keyword.rx.finditer(text):
         start = m.start()
         if start == 0 or not (_is_word(text[start]) and _is_word(text[start - 1])):
             n += 1
@@ -303,7 +329,7 @@ _Table = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 @lru_cache(maxsize=32)
-def _compile_table(items: _Table) -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+def _compile_table(items: _Table) -> tuple[tuple[str, tuple[Prefiltered, ...]], ...]:
     return tuple((room, tuple(_keyword_regex(k) for k in kws if k.strip())) for room, kws in items)
 
 
@@ -322,7 +348,7 @@ def room_scores(text: str, keywords: Mapping[str, Sequence[str]] | None = None) 
     each fenced code block counts one hit for the "technical" room, when the table has one.
     """
     table = _compile_table(_table_key(DEFAULT_ROOM_KEYWORDS if keywords is None else keywords))
-    prose = strip_code(text).lower()
+    prose = _low_prose(text)
     out: dict[str, int] = {}
     for room, patterns in table:
         out[room] = sum(_count(rx, prose, _MAX_PER_KEYWORD) for rx in patterns)
