@@ -67,7 +67,7 @@ def test_plain_ascii_is_counted_without_the_tokenizer(pair: tuple[WordPieceCount
                                lambda t: asked.append(t) or rust(tok, t))
     text = "The deploy FAILED (exit 1): see https://ci.example/run?id=42 \u2026 caf\u00e9 [CLS] done."
     assert counter.count(text) == rust(tok, text)
-    assert asked == ["\u2026", "caf\u00e9", "[CLS]"]
+    assert sorted(asked) == sorted(["\u2026", "caf\u00e9", "[CLS]"])  # each once, in no particular order
 
 
 def test_edges(pair: tuple[WordPieceCounter, Tokenizer]) -> None:
