@@ -105,6 +105,9 @@ class IngestSettings:
     # Filesystem events are hints (the reconcile scan is the truth): off, only the scans find changes.
     watch_events: bool = True
     event_buffer: int = 8192  # events queued between the watcher thread and the loop; more sets a reconcile
+    # Worker processes that build the backfill's drawers and keyword vectors (mempald.ingest.build_pool), started
+    # while a backfill is read and stopped when idle; 0: built in the daemon's own process.
+    build_workers: int = 1
     # What is never read: gitignore-style globs over file paths and session cwds (mempald.sources.exclude).
     exclude: tuple[str, ...] = ()
 
@@ -302,6 +305,8 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("embed.batch_size: must be at least 1")
     if s.ingest.event_buffer < 1:
         raise ConfigError("ingest.event_buffer: must be at least 1")
+    if not 0 <= s.ingest.build_workers <= 64:
+        raise ConfigError("ingest.build_workers: must be between 0 (build in the daemon) and 64")
     if s.ingest.reconcile_interval_s <= 0:
         raise ConfigError("ingest.reconcile_interval_s: must be positive")
     if s.store.index_after < 0:
@@ -369,7 +374,7 @@ def owner_only(path: Path, mode: int) -> None:
 # reports a change to them and it takes effect at the next start. Every other setting is read where it is used,
 # from the current snapshot, so a reload applies it at once.
 RESTART_SECTIONS = ("daemon", "store", "embed")
-RESTART_KEYS = ("ingest.watch_events", "ingest.event_buffer", "ingest.max_line_bytes")
+RESTART_KEYS = ("ingest.watch_events", "ingest.event_buffer", "ingest.max_line_bytes", "ingest.build_workers")
 
 
 def restart_needed(old: Settings, new: Settings) -> list[str]:

@@ -251,6 +251,12 @@ class Embedder:
         out: Vectors = self.embed([text])[0]
         return out
 
+    @property
+    def counter_file(self) -> Path | None:
+        """The ``tokenizer.json`` that ``count_tokens`` counts with, where another process can count alike from
+        that file alone (the default model: a WordPiece counter and this tokenizer); None otherwise."""
+        return Path(self.info.path) / "tokenizer.json" if self._counter is not None else None
+
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees for ``text`` (without [CLS]/[SEP])."""
         if self._counter is not None:

@@ -25,6 +25,7 @@ from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import Busy
+from mempald.ingest.build_pool import BuildPool
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.queues import FRESH, DenseQueue
 from mempald.ingest.reading import UNKNOWN, IngestResult, SourceStatus, UnitReader
@@ -65,6 +66,7 @@ class Ingestor:
         user: str,
         room_keywords: Callable[[], dict[str, list[str]] | None] = lambda: None,
         admit: Admission | None = None,
+        pool: BuildPool | None = None,
     ) -> None:
         self.admit = admit  # the user's exclusions and forgets (mempald.features.forget_list); None: none
         self.settings = settings
@@ -77,7 +79,7 @@ class Ingestor:
         self.status: dict[str, SourceStatus] = {}
         self._refused: set[tuple[str, str]] = set()  # (path, reason) counted and logged once, not at every event
         self.writer = DrawerWriter(state=state, store=store, embedder=embedder, bm25=bm25, dense=dense,
-                                   max_tokens=settings.current.embed.max_tokens, admit=admit)
+                                   max_tokens=settings.current.embed.max_tokens, admit=admit, pool=pool)
         self.reader = UnitReader(settings=settings, state=state, writer=self.writer, machine=machine, user=user,
                                  room_keywords=room_keywords, status=self.status)
 

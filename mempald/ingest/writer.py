@@ -18,11 +18,12 @@ import anyio.to_thread
 from mempald import logs
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import Bm25Encoder
-from mempald.ingest.drawers import BuildStats, Drawer, SourceInfo, build_drawers, index_text
-from mempald.ingest.queues import DenseQueue
+from mempald.ingest.build_pool import MIN_EXCHANGES, BuildPool, Built, build
+from mempald.ingest.drawers import Drawer, SourceInfo, index_text
+from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.normalize.model import Exchange
 from mempald.state.db import State
-from mempald.store.base import Filters, PointData, StoredPoint, StoreError
+from mempald.store.base import Filters, PointData, SparseVec, StoredPoint, StoreError
 from mempald.store.gateway import StoreGateway
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ class Written:
 
 class DrawerWriter:
     def __init__(self, *, state: State, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder, dense: DenseQueue,
-                 max_tokens: int, admit: Admission | None = None) -> None:
+                 max_tokens: int, admit: Admission | None = None, pool: BuildPool | None = None) -> None:
+        self.pool = pool  # worker processes for the backfill's building (None: always in a thread)
         self.admit = admit  # what may be stored: not what the user forgot or excluded (None: everything)
         self.state = state
         self.store = store
@@ -59,17 +61,15 @@ class DrawerWriter:
         """Store ``exchanges``: the drawers they make, and how many had to be written."""
         if not exchanges:
             return Written()
-        stats = BuildStats()
         previous = await self._previous_texts(exchanges)
-        drawers = await anyio.to_thread.run_sync(
-            lambda: build_drawers(exchanges, info, self.embedder.count_tokens, self.max_tokens, stats, previous)
-        )
+        built = await self._build(exchanges, info, previous, lane)
+        drawers = built.drawers
         if self.admit is not None:
             drawers = self.admit.drawers(drawers, info)
         changed, redacted_before = await self._changed(drawers)
         if changed:
             points = await anyio.to_thread.run_sync(
-                lambda: [PointData(d.id, d.payload, self.bm25.document(index_text(d.payload))) for d in changed]
+                lambda: [PointData(d.id, d.payload, self._sparse(d, built)) for d in changed]
             )
             # Small batches: qdrant-edge holds the GIL for a whole call (256 points: about 80 ms at 100k
             # drawers, the event loop frozen meanwhile; 32: a few ms), at the same cost per point.
@@ -79,13 +79,31 @@ class DrawerWriter:
                 self.dense.put(d.id, float(d.payload.get("ts") or 0.0), lane)
         # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
         await self._drop_stale_chunks(drawers)
-        if stats.redactions:
+        if built.redactions:
             # Count what this write newly redacted: a re-read exchange (the last one of a growing file) was
             # counted when it was first stored, so placeholders already stored in its drawers are subtracted.
             fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
             if fresh > 0:
                 await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
         return Written([d.id for d in drawers], len(changed))
+
+    async def _build(self, exchanges: Sequence[Exchange], info: SourceInfo, previous: dict[str, str],
+                     lane: int) -> Built:
+        """The drawers of ``exchanges``: by a worker process for the backfill (their keyword vectors too), else
+        in a thread."""
+        if self.pool is not None and self.pool.enabled and lane == BACKFILL and len(exchanges) >= MIN_EXCHANGES:
+            built = await self.pool.build(exchanges, info, previous)
+            if built is not None:
+                return built
+        return await anyio.to_thread.run_sync(
+            lambda: build(exchanges, info, self.embedder.count_tokens, self.max_tokens, previous, None))
+
+    def _sparse(self, drawer: Drawer, built: Built) -> SparseVec:
+        """A drawer's keyword vector: the one its worker encoded when it indexes the same text (the admission
+        may have given it another context), else encoded here."""
+        text = index_text(drawer.payload)
+        done = built.sparse.get(drawer.id)
+        return done[1] if done is not None and done[0] == text else self.bm25.document(text)
 
     async def retitle(self, source_path: str, session_id: str, title: str) -> None:
         """Give every drawer of a session read from ``source_path`` the title found later in the file."""

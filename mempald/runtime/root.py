@@ -41,6 +41,7 @@ from mempald.features.recall import PromptContext
 from mempald.features.taxonomy import Taxonomy
 from mempald.features.viewer import SessionBrowser
 from mempald.features.wakeup import WakeUp
+from mempald.ingest.build_pool import BuildPool, BuildSpec
 from mempald.ingest.dense import DenseWorker
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.loop import IngestLoops
@@ -135,9 +136,12 @@ class Daemon:
         self.taxonomy.load()
         self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
         self.forgotten = ForgetList(state)
+        counter = embedder.counter_file
+        self.builders = BuildPool(BuildSpec(str(counter), bm25.tokenizer, settings.embed.max_tokens),
+                                  settings.ingest.build_workers if counter is not None else 0)
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
                                  dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
-                                 admit=Admission(self.exclude, self.forgotten))
+                                 admit=Admission(self.exclude, self.forgotten), pool=self.builders)
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
@@ -207,7 +211,11 @@ class Daemon:
 
     def loops(self) -> list[Loop]:
         """The long-running tasks, each owned by its component (started after the socket is bound)."""
-        return [self.events.run, self.ingest_loops.run, self.ingest_loops.run_fresh, self.densifier.run,
+        # While a worker builds the backfill's drawers, three loops read it: one file builds in the worker, one
+        # is parsed and one written here (measured at 30k exchanges: 46-49 s with two loops, 40 s with three;
+        # a second worker changed nothing on two cores: bench/PERF_RESULTS.md).
+        backfill = [self.ingest_loops.run] * (3 if self.builders.enabled else 1)
+        return [self.events.run, *backfill, self.ingest_loops.run_fresh, self.densifier.run, self.builders.run,
                 self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run]
 
     async def catch_up(self) -> None:
@@ -232,6 +240,9 @@ class Daemon:
 
     def close(self) -> None:
         try:
-            self.store.store.close()
+            self.builders.close()
         finally:
-            self.state.close()
+            try:
+                self.store.store.close()
+            finally:
+                self.state.close()
