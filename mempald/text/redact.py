@@ -18,6 +18,7 @@ import re
 
 from mempald.text.redact_rules import (
     ASSIGN,
+    ASSIGN_GATE,
     ASSIGN_KEYS,
     ASSIGN_MIN,
     ASSIGN_NEEDLES,
@@ -89,10 +90,25 @@ def _holds(text: str, needles: tuple[str, ...]) -> bool:
     return not needles or any(n in text for n in needles)
 
 
-def _apply_rule(text: str, rule: Rule, counts: dict[str, int]) -> str:
+def _apply_rules(text: str, rules: list[Rule], counts: dict[str, int]) -> str:
+    """``text`` after each of ``rules`` in turn; the casefolded text the ``fold`` rules test their needles on is
+    made once, and again only after a rule has run."""
+    folded: str | None = None
+    for rule in rules:
+        if rule.fold:
+            if folded is None:
+                folded = text.casefold()
+            hay = folded
+        else:
+            hay = text
+        if _holds(hay, rule.needles):
+            text = _substitute(text, rule, counts)
+            folded = None
+    return text
+
+
+def _substitute(text: str, rule: Rule, counts: dict[str, int]) -> str:
     kind, rx, group, ok = rule.kind, rule.rx, rule.group, rule.ok
-    if not _holds(text.casefold() if rule.fold else text, rule.needles):
-        return text
 
     def sub(m: re.Match[str]) -> str:
         secret = m.group(group)
@@ -128,13 +144,12 @@ def _redact_assignment(m: re.Match[str], counts: dict[str, int]) -> str:
 
 def _redact_pass(text: str, counts: dict[str, int]) -> str:
     text = _redact_pem(text, counts)
-    for rule in TOKEN_RULES:
-        text = _apply_rule(text, rule, counts)
+    text = _apply_rules(text, TOKEN_RULES, counts)
     if _holds(text, URL_NEEDLES):
         text = URL_PASSWORD.sub(lambda m: _redact_url(m, counts), text)
-    for rule in CONTEXT_RULES:
-        text = _apply_rule(text, rule, counts)
-    if not _holds(text.casefold(), ASSIGN_NEEDLES):
+    text = _apply_rules(text, CONTEXT_RULES, counts)
+    folded = text.casefold()
+    if not _holds(folded, ASSIGN_NEEDLES) or ASSIGN_GATE.search(folded) is None:
         return text
     return ASSIGN.sub(lambda m: _redact_assignment(m, counts), text)
 

@@ -157,7 +157,7 @@ TOKEN_RULES: list[Rule] = [
      1, None, ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")),
     Rule("aws_secret_key", re.compile(
         r"((?:aws_?)?secret_?(?:access_?)?key[\"']?\s*[:=]>?\s*[\"']?)" + PH
-        + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", re.I), 2, None, ("secret",), fold=True),
+        + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", re.I), 2, None, ("secret_", "secreta", "secretk"), fold=True),
     Rule("azure_key", re.compile(r"((?:Account|Shared)Key=)" + PH + r"([A-Za-z0-9+/]{40,}={0,2})"), 2, None, ("Key=",)),
     Rule("jwt", re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})" + _E), 1, None,
      ("eyJ",)),
@@ -166,7 +166,7 @@ TOKEN_RULES: list[Rule] = [
          ("bearer",), fold=True),
     Rule("basic_auth", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*Basic\s+)" + PH
                               + r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I), 2, None,
-     ("auth",), fold=True),
+     ("authorization",), fold=True),
 ]
 
 _SECRET_ENV = r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|APIKEY|API_KEY|KEY|AUTH|CREDENTIALS?)"
@@ -184,10 +184,12 @@ CONTEXT_RULES: list[Rule] = [
      ("login",)),
     # .env and shell: DB_PASS=..., PGPASSWORD=..., MAILGUN_KEY=... (not *_PUBLIC_KEY, *_PUBLISHABLE_KEY)
     Rule("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*" + _SECRET_ENV + r")[ \t]*=[ \t]*"
-                              r"([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"), 3, env_ok, ("=",)),
+                              r"([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"), 3, env_ok,
+     ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "AUTH", "CREDENTIAL")),
     # prose and .netrc: "password is X", "password X"
     Rule("password", re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)|pwd)(?:\s+(?:is|was))?\s+(['\"]?)" + PH
-                            + r"([^\s'\"]{6,})\1"), 2, password_ok, ("pass", "pwd"), fold=True),
+                            + r"([^\s'\"]{6,})\1"), 2, password_ok,
+     ("password", "passwd", "passphrase", "pwd"), fold=True),
 ]
 
 # scheme://user:password@host (the user may be empty: redis://:pw@host): keep the scheme, the user and the host.
@@ -210,6 +212,10 @@ ASSIGN = re.compile(
     re.I,
 )
 ASSIGN_NEEDLES = ("pass", "pwd", "secret", "key", "token")  # in the casefolded text: every key holds one
+# And a key's last word right before its separator (in the casefolded text): the few texts that hold such a pair
+# are scanned, not every text that says "key" or "passed". The assignment pattern tries every word start with
+# up to six prefixes; this search is one cheap scan (a backfill spent a tenth of its keyword pass on the former).
+ASSIGN_GATE = re.compile(r"(?:word|wd|phrase|secret|key|token)[\"']?\s*[:=]")
 URL_NEEDLES = ("://",)
 ASSIGN_MIN = {"password": 6, "secret": 8, "api_key": 8, "token": 8}
 

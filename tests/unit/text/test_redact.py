@@ -8,7 +8,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mempald.text.redact import redact, strip_private
-from mempald.text.redact_rules import ASSIGN, ASSIGN_NEEDLES, CONTEXT_RULES, TOKEN_RULES, URL_NEEDLES, URL_PASSWORD
+from mempald.text.redact_rules import (
+    ASSIGN,
+    ASSIGN_GATE,
+    ASSIGN_NEEDLES,
+    CONTEXT_RULES,
+    TOKEN_RULES,
+    URL_NEEDLES,
+    URL_PASSWORD,
+)
 
 # Fake credentials of the right shapes (none is real).
 AWS_ID = "AKIAIOSFODNN7EXAMPLE"
@@ -201,6 +209,23 @@ def test_every_match_of_a_rule_holds_one_of_its_needles(kind: str, rx: re.Patter
             assert any(n in whole for n in needles), (kind, m.group(0))
             matched += 1
     assert matched, f"no text here matches {kind}: add one"
+
+
+def test_every_assignment_holds_its_gate() -> None:
+    """A text in which the gate finds no key's last word before a separator is not scanned for assignments:
+    sound only if every assignment the pattern finds (upper-, lower- or mixed-case) holds that pair."""
+    rnd = random.Random(11)
+    texts = _texts()
+    texts += [t.upper() for t in texts] + [t.lower() for t in texts]
+    texts += ["".join(c.upper() if rnd.random() < 0.5 else c for c in t) for t in texts]
+    texts += ['"client_secret" :  "abc"', "PRIVATE-KEY=>xyz", "passphrase := 'a b c d'", "X_PWD\t= q",
+              "auth_token: 'zzzzzzzz'", "db.passwd:hunter22"]
+    matched = 0
+    for text in texts:
+        for m in ASSIGN.finditer(text):
+            assert ASSIGN_GATE.search(m.group(0).casefold()), m.group(0)
+            matched += 1
+    assert matched > 20
 
 
 # --- <private> ----------------------------------------------------------------------------------------------
