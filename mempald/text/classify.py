@@ -326,11 +326,75 @@ def _count(keyword: Prefiltered, text: str, cap: int) -> int:
 
 
 _Table = tuple[tuple[str, tuple[str, ...]], ...]
+_SUFFIXES = ("", "s", "es", "ed", "d", "ing")  # the inflections _keyword_regex allows a single word
+_WORD = re.compile(r"\w+")
+
+
+def _single_word(keyword: str) -> str | None:
+    kw = keyword.strip().lower()
+    return kw if kw and " " not in kw and kw.isalpha() else None
+
+
+class _RoomTable:
+    """A room table compiled: each keyword's pattern, and for the single-word keywords (most of them) the word
+    forms they match. Such a keyword's match is a whole word (it starts where a word starts and ends where one
+    ends), so its hits are the counts of its forms among the text's words: one scan of the text finds them all,
+    where each pattern would be a search of its own. ``patterns`` is the reference the word index must agree with
+    (``tests/unit/text/test_classify.py``)."""
+
+    __slots__ = ("forms", "kw_room", "others", "patterns", "rooms")
+
+    def __init__(self, items: _Table) -> None:
+        self.rooms = tuple(room for room, _kws in items)
+        self.patterns = tuple((room, tuple(_keyword_regex(k) for k in kws if k.strip())) for room, kws in items)
+        forms: dict[str, list[int]] = {}
+        kw_room: list[int] = []
+        others: list[tuple[int, Prefiltered, tuple[str, ...]]] = []
+        for r, (_room, kws) in enumerate(items):
+            for k in kws:
+                if not k.strip():
+                    continue
+                word = _single_word(k)
+                if word is None:
+                    parts = k.strip().lower().split()
+                    others.append((r, _keyword_regex(k), tuple(parts) if all(map(str.isalpha, parts)) else ()))
+                    continue
+                for form in dict.fromkeys(word + suffix for suffix in _SUFFIXES):
+                    forms.setdefault(form, []).append(len(kw_room))
+                kw_room.append(r)
+        self.forms = {form: tuple(ks) for form, ks in forms.items()}
+        self.kw_room = tuple(kw_room)
+        self.others = tuple(others)
+
+    def scores(self, prose: str, cap: int) -> dict[str, int]:
+        """Keyword hits per room in ``prose`` (lower-cased), each keyword counted at most ``cap`` times."""
+        found = _WORD.findall(prose)
+        words = set(found)
+        hits = [0] * len(self.kw_room)
+        forms = self.forms
+        for word in forms.keys() & words:
+            n = found.count(word)
+            for k in forms[word]:
+                hits[k] += n
+        totals = [0] * len(self.rooms)
+        for k, n in enumerate(hits):
+            if n:
+                totals[self.kw_room[k]] += min(n, cap)
+        for r, rx, parts in self.others:
+            # A phrase of words matches only where each of its words is a whole word of the text.
+            if all(p in words for p in parts):
+                totals[r] += _count(rx, prose, cap)
+        return dict(zip(self.rooms, totals, strict=True))
 
 
 @lru_cache(maxsize=32)
-def _compile_table(items: _Table) -> tuple[tuple[str, tuple[Prefiltered, ...]], ...]:
-    return tuple((room, tuple(_keyword_regex(k) for k in kws if k.strip())) for room, kws in items)
+def _compile_table(items: _Table) -> _RoomTable:
+    return _RoomTable(items)
+
+
+@lru_cache(maxsize=1)
+def _default_table() -> _RoomTable:
+    return _compile_table(_table_key(DEFAULT_ROOM_KEYWORDS))
 
 
 def _table_key(keywords: Mapping[str, Sequence[str]]) -> _Table:
@@ -347,12 +411,9 @@ def room_scores(text: str, keywords: Mapping[str, Sequence[str]] | None = None) 
     Keywords inside code are not counted (``raise Error`` is not a conversation about problems); instead
     each fenced code block counts one hit for the "technical" room, when the table has one.
     """
-    table = _compile_table(_table_key(DEFAULT_ROOM_KEYWORDS if keywords is None else keywords))
-    prose = _low_prose(text)
-    out: dict[str, int] = {}
-    for room, patterns in table:
-        out[room] = sum(_count(rx, prose, _MAX_PER_KEYWORD) for rx in patterns)
-    if _CODE_ROOM in out:
+    table = _default_table() if keywords is None else _compile_table(_table_key(keywords))
+    out = table.scores(_low_prose(text), _MAX_PER_KEYWORD)
+    if _CODE_ROOM in out and ("```" in text or "~~~" in text):
         fences = len(_CODE_BLOCK.findall(text))
         out[_CODE_ROOM] += (fences + 1) // 2  # an opening and a closing fence per block
     return out

@@ -169,6 +169,41 @@ def test_custom_taxonomy_replaces_the_default() -> None:
     assert classify_room("We decided to use Postgres.", table) == "general"
 
 
+def _room_scores_by_pattern(prose: str, keywords: dict[str, list[str]]) -> dict[str, int]:
+    """The reference: every keyword's own pattern searched in the lower-cased prose."""
+    table = classify._compile_table(classify._table_key(keywords))
+    return {room: sum(classify._count(rx, prose, 3) for rx in ps) for room, ps in table.patterns}
+
+
+_WORDY = st.text(st.sampled_from(list("tesdingbuTESé_1-' \n.Ü")), max_size=80)
+_TABLE = {"a": ["test", "bug", "tested", "on call", "c++", "k8s", "é", "Über"], "b": ["test", "ding", "  "],
+          "c": ["s", "e"]}
+
+
+@given(_WORDY)
+def test_room_words_count_as_their_patterns_do(text: str) -> None:
+    """Single-word keywords are counted from the text's words, not by their patterns: the same hits, on
+    inflections, repeats past the cap, words inside words, underscores, digits, non-ASCII letters and a
+    keyword listed twice or in two rooms."""
+    prose = text.lower()
+    assert classify._compile_table(classify._table_key(_TABLE)).scores(prose, 3) == \
+        _room_scores_by_pattern(prose, _TABLE)
+
+
+def test_room_words_count_as_their_patterns_do_on_real_text() -> None:
+    from tests.unit.text.test_literals import TEXTS
+
+    keywords = {room: list(kws) for room, kws in classify.DEFAULT_ROOM_KEYWORDS.items()}
+    table = classify._compile_table(classify._table_key(keywords))
+    scored = 0
+    for text in TEXTS:
+        prose = text.lower()
+        got = table.scores(prose, 3)
+        assert got == _room_scores_by_pattern(prose, keywords)
+        scored += any(got.values())
+    assert scored > 100
+
+
 def test_keyword_inflections_and_phrases() -> None:
     table = {"testing": ["test"], "ops": ["on call"]}
     assert classify_room("I tested it and the tests pass", table) == "testing"

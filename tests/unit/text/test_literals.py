@@ -37,7 +37,7 @@ TEXTS = _texts()
 def _all_patterns() -> list[Prefiltered]:
     found = [m for marks in classify._COMPILED.values() for m, _w in marks]
     found += [m for m, _w in classify._RESOLUTION]
-    found += [p for _room, ps in classify._compile_table(classify._table_key(classify.DEFAULT_ROOM_KEYWORDS))
+    found += [p for _room, ps in classify._compile_table(classify._table_key(classify.DEFAULT_ROOM_KEYWORDS)).patterns
               for p in ps]
     return found
 
@@ -52,7 +52,14 @@ def _all_patterns() -> list[Prefiltered]:
     (r"(?:abc)+d", {"abc"}),
     (r"[a-z]+", None),  # a class requires no literal
     (r"(?:abc)?", None),  # an optional part requires nothing
-    (r"abc|[xy]", None),  # one branch with no literal: nothing is required
+    (r"abc|[x-z]", None),  # one branch with no literal: nothing is required
+    (r"abc|[xy]", {"abc", "x", "y"}),  # a class that lists its characters requires one of them
+    ("[❤♥]", {"❤", "♥"}),
+    (r"ugh+\b|argh+\b", {"ugh", "argh"}),  # a repeated character continues the run by its least count
+    (r"!{2,}", {"!!"}),
+    (r"a{2}b", {"aab"}),
+    (r"ab{1,3}c", {"ab"}),
+    (r"ab*c", {"a"}),
     (r"(?i)abc", None),  # case-insensitive: not prefiltered
     (r"a(?=bc)", {"a"}),  # a look-ahead's text is not required by the match itself
     (r"", None),
@@ -89,10 +96,10 @@ def test_the_classifiers_answer_the_same_with_and_without_the_prefilter(monkeypa
     assert any(a[0] != (None, 0.0) for a in fast)  # some texts are labelled at all
 
 
-_ALPHA = "abc d"
+_ALPHA = "abc dé"
 _atom = st.one_of(
     st.sampled_from(list("abcd ")),
-    st.sampled_from([r"\b", r"\w", "[ab]", ".", r"\s"]),
+    st.sampled_from([r"\b", r"\w", "[ab]", ".", r"\s", "a+", "b{2}", "a{1,2}", "[ac]", "é", "[éb]"]),
 )
 
 
