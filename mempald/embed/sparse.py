@@ -48,12 +48,30 @@ _RUN = re.compile(r"[A-Za-z0-9]*")
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 
+# Each byte of a text's UTF-8 as its class: "a" a lower-case ASCII letter, "0" a digit, "A" a capital, " "
+# anything else (every byte of a non-ASCII character is >= 0x80). A camelCase transition is then "aA", "0A" or
+# "AAa" in the classes.
+_CLASSES = bytes(
+    ord("a") if 97 <= b <= 122 else ord("0") if 48 <= b <= 57 else ord("A") if 65 <= b <= 90 else ord(" ")
+    for b in range(256)
+)
+
+
+def has_camel(text: str) -> bool:
+    """Does ``text`` hold a camelCase transition (what ``_CAMEL`` looks for)? Two byte-string operations in C:
+    about a tenth of the regex's time on a text that holds none, which is most texts."""
+    classes = text.encode("utf-8", "surrogatepass").translate(_CLASSES)
+    return b"aA" in classes or b"0A" in classes or b"AAa" in classes
+
+
 def identifier_parts(text: str) -> list[str]:
     """The parts of each camelCase word of ``text``, in order (``getHTTPServer`` -> ``"get HTTP Server"``). A
     word is a run of ASCII letters and digits without its leading digits; it is camelCase when ``_CAMEL``
     finds a transition in it. The words are found from the transitions (one C scan of the text) rather than
     by testing every word in Python."""
     out: list[str] = []
+    if not has_camel(text):
+        return out
     done = -1  # the end of the last run looked at: its other transitions are the same word
     for t in _CAMEL.finditer(text):
         at = t.start()
@@ -74,7 +92,7 @@ def identifier_parts(text: str) -> list[str]:
 def pretokenize(text: str) -> str:
     """The text the ``mixed`` tokenizer hands to the English encoder (see the module docstring)."""
     parts = identifier_parts(text)
-    out = _CJK.sub(_bigrams, text) if _CJK.search(text) else text
+    out = text if text.isascii() or not _CJK.search(text) else _CJK.sub(_bigrams, text)
     return f"{out}\n{' '.join(parts)}" if parts else out
 
 

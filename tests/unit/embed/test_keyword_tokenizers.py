@@ -122,3 +122,12 @@ def _parts_by_word(text: str) -> list[str]:
 @example("9Abc getHTTPServer 12fooBar x9Y parseConfigFile parseConfigFile snake_caseWord A1B2c3")
 def test_identifier_parts_are_those_of_every_camel_word(text: str) -> None:
     assert sparse.identifier_parts(text) == _parts_by_word(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from([*"aZbY09_ .-/\nxQé死ÉßİΣσ\u00a0", "\ud83d"]), max_size=40))
+@example("ÉaÉ éA aÉ")
+def test_has_camel_answers_as_the_regex_does(text: str) -> None:
+    """The byte-class test stands in for a regex search: the same answer on every text, non-ASCII letters
+    (which the regex does not count as letters) and a lone surrogate among them."""
+    assert sparse.has_camel(text) == (sparse._CAMEL.search(text) is not None)
