@@ -73,7 +73,7 @@ def test_plain_ascii_is_counted_without_the_tokenizer(pair: tuple[WordPieceCount
 def test_edges(pair: tuple[WordPieceCounter, Tokenizer]) -> None:
     counter, tok = pair
     for text in ("caf\u00e9 au lait", "a [CLS] b", "bell\x07 x\x0by", "\u03a3\u039f\u03a3 \u4e2d\u6587", "", "  \n ",
-                 "a\u200bb", "nbsp\u00a0here", "x" * 150):
+                 "a\u200bb", "nbsp\u00a0here", "x" * 150, "a\x1cb c\x0cd e\x1f f\x0b"):
         assert counter.count(text) == rust(tok, text), repr(text)
     assert counter.count("x" * 150) == 1  # longer than WordPiece reads: one [UNK]
 
