@@ -105,7 +105,8 @@ class Rule(NamedTuple):
     """One shape: ``kind`` (the placeholder's name), the pattern, the group holding the secret, its validator,
     and ``needles``: strings of which every match holds one (in the casefolded text with ``fold``, for a pattern
     that ignores case), so that a text holding none is not scanned (most texts hold none; the scans were a third
-    of reading a transcript). A needle must be a part of every match: ``"-u"`` for ``-u|--user``."""
+    of reading a transcript). A needle must be a part of every match: ``"-u"`` for ``-u|--user``. A ``fold``
+    needle holds no "i": a pattern that ignores case matches "İ" and "ı" for it, which casefold leaves apart."""
 
     kind: str
     rx: re.Pattern[str]
@@ -166,7 +167,7 @@ TOKEN_RULES: list[Rule] = [
          ("bearer",), fold=True),
     Rule("basic_auth", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*Basic\s+)" + PH
                               + r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I), 2, None,
-     ("authorization",), fold=True),
+     ("author",), fold=True),
 ]
 
 _SECRET_ENV = r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|APIKEY|API_KEY|KEY|AUTH|CREDENTIALS?)"

@@ -211,6 +211,16 @@ def test_every_match_of_a_rule_holds_one_of_its_needles(kind: str, rx: re.Patter
     assert matched, f"no text here matches {kind}: add one"
 
 
+def test_needles_of_rules_that_ignore_case_hold_no_i() -> None:
+    """A pattern that ignores case matches "AUTHORİZATION" and "authorızation", whose casefolded forms hold no
+    "authorization": a needle with an "i" would let such a text pass unscanned."""
+    assert re.search("(?i)authorization", "AUTHORİZATION") and "authorization" not in "AUTHORİZATION".casefold()
+    folded = [n for r in (*TOKEN_RULES, *CONTEXT_RULES) if r.fold for n in r.needles]
+    folded += [*ASSIGN_NEEDLES, *ASSIGN_GATE.pattern.split("[")[0].strip("(?:)").split("|")]
+    assert folded and not [n for n in folded if "i" in n]
+    assert redact("AUTHORİZATION: Basic dXNlcjpwYXNzd29yZA==")[1] == {"basic_auth": 1}
+
+
 def test_every_assignment_holds_its_gate() -> None:
     """A text in which the gate finds no key's last word before a separator is not scanned for assignments:
     sound only if every assignment the pattern finds (upper-, lower- or mixed-case) holds that pair."""
