@@ -30,6 +30,7 @@ from mempald.text.memory_markers import (
     RESOLUTION,
     RESOLUTION_THRESHOLD,
 )
+from mempald.text.room_keywords import compile_table, default_table, is_word, table_key
 from mempald.text.room_tables import CONVO_ROOMS, DEFAULT_ROOM_KEYWORDS, FALLBACK_ROOM, FOLDER_ROOMS
 
 __all__ = [
@@ -96,10 +97,6 @@ def strip_code(text: str, inline: bool = True) -> str:
 
 
 
-def _is_word(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
 def _fast(pattern: str) -> Prefiltered:
     r"""Compile a marker for lower-cased text, its leading ``\b`` dropped and checked by ``_found``.
 
@@ -118,7 +115,7 @@ def _found(marker: Prefiltered, text: str) -> bool:
     pos = 0
     while (m := rx.search(text, pos)) is not None:
         start = m.start()
-        if start == 0 or not (_is_word(text[start]) and _is_word(text[start - 1])):
+        if start == 0 or not (is_word(text[start]) and is_word(text[start - 1])):
             return True
         pos = start + 1
     return False
@@ -264,7 +261,7 @@ def _emphasis_words(low: str) -> set[str]:
     pos = 0
     while (m := _EMPHASIS.search(low, pos)) is not None:
         start = m.start()
-        if start == 0 or not (_is_word(low[start]) and _is_word(low[start - 1])):
+        if start == 0 or not (is_word(low[start]) and is_word(low[start - 1])):
             out.add(m.group(0))
             pos = m.end()
         else:
@@ -303,104 +300,6 @@ def importance(text: str, memory_type: str | None) -> int:
 _MAX_PER_KEYWORD = 3
 
 
-def _keyword_regex(keyword: str) -> Prefiltered:
-    kw = keyword.strip().lower()
-    body = r"\s+".join(re.escape(w) for w in kw.split())
-    # Single words also match their simple inflections: test/tests/tested/testing.
-    suffix = r"(?:s|es|ed|d|ing)?" if " " not in kw and kw.isalpha() else ""
-    # Matched on lower-cased text; the left word boundary is checked in _count (see _fast for why).
-    return Prefiltered(re.compile(rf"{body}{suffix}(?!\w)"))
-
-
-def _count(keyword: Prefiltered, text: str, cap: int) -> int:
-    if not keyword.possible(text):
-        return 0
-    n = 0
-    for m in keyword.rx.finditer(text):
-        start = m.start()
-        if start == 0 or not (_is_word(text[start]) and _is_word(text[start - 1])):
-            n += 1
-            if n >= cap:
-                break
-    return n
-
-
-_Table = tuple[tuple[str, tuple[str, ...]], ...]
-_SUFFIXES = ("", "s", "es", "ed", "d", "ing")  # the inflections _keyword_regex allows a single word
-_WORD = re.compile(r"\w+")
-
-
-def _single_word(keyword: str) -> str | None:
-    kw = keyword.strip().lower()
-    return kw if kw and " " not in kw and kw.isalpha() else None
-
-
-class _RoomTable:
-    """A room table compiled: each keyword's pattern, and for the single-word keywords (most of them) the word
-    forms they match. Such a keyword's match is a whole word (it starts where a word starts and ends where one
-    ends), so its hits are the counts of its forms among the text's words: one scan of the text finds them all,
-    where each pattern would be a search of its own. ``patterns`` is the reference the word index must agree with
-    (``tests/unit/text/test_classify.py``)."""
-
-    __slots__ = ("forms", "kw_room", "others", "patterns", "rooms")
-
-    def __init__(self, items: _Table) -> None:
-        self.rooms = tuple(room for room, _kws in items)
-        self.patterns = tuple((room, tuple(_keyword_regex(k) for k in kws if k.strip())) for room, kws in items)
-        forms: dict[str, list[int]] = {}
-        kw_room: list[int] = []
-        others: list[tuple[int, Prefiltered, tuple[str, ...]]] = []
-        for r, (_room, kws) in enumerate(items):
-            for k in kws:
-                if not k.strip():
-                    continue
-                word = _single_word(k)
-                if word is None:
-                    parts = k.strip().lower().split()
-                    others.append((r, _keyword_regex(k), tuple(parts) if all(map(str.isalpha, parts)) else ()))
-                    continue
-                for form in dict.fromkeys(word + suffix for suffix in _SUFFIXES):
-                    forms.setdefault(form, []).append(len(kw_room))
-                kw_room.append(r)
-        self.forms = {form: tuple(ks) for form, ks in forms.items()}
-        self.kw_room = tuple(kw_room)
-        self.others = tuple(others)
-
-    def scores(self, prose: str, cap: int) -> dict[str, int]:
-        """Keyword hits per room in ``prose`` (lower-cased), each keyword counted at most ``cap`` times."""
-        found = _WORD.findall(prose)
-        words = set(found)
-        hits = [0] * len(self.kw_room)
-        forms = self.forms
-        for word in forms.keys() & words:
-            n = found.count(word)
-            for k in forms[word]:
-                hits[k] += n
-        totals = [0] * len(self.rooms)
-        for k, n in enumerate(hits):
-            if n:
-                totals[self.kw_room[k]] += min(n, cap)
-        for r, rx, parts in self.others:
-            # A phrase of words matches only where each of its words is a whole word of the text.
-            if all(p in words for p in parts):
-                totals[r] += _count(rx, prose, cap)
-        return dict(zip(self.rooms, totals, strict=True))
-
-
-@lru_cache(maxsize=32)
-def _compile_table(items: _Table) -> _RoomTable:
-    return _RoomTable(items)
-
-
-@lru_cache(maxsize=1)
-def _default_table() -> _RoomTable:
-    return _compile_table(_table_key(DEFAULT_ROOM_KEYWORDS))
-
-
-def _table_key(keywords: Mapping[str, Sequence[str]]) -> _Table:
-    return tuple((str(room), tuple(str(k) for k in kws)) for room, kws in keywords.items())
-
-
 _CODE_ROOM = "technical"
 _CODE_BLOCK = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.M)
 
@@ -411,7 +310,7 @@ def room_scores(text: str, keywords: Mapping[str, Sequence[str]] | None = None) 
     Keywords inside code are not counted (``raise Error`` is not a conversation about problems); instead
     each fenced code block counts one hit for the "technical" room, when the table has one.
     """
-    table = _default_table() if keywords is None else _compile_table(_table_key(keywords))
+    table = default_table() if keywords is None else compile_table(table_key(keywords))
     out = table.scores(_low_prose(text), _MAX_PER_KEYWORD)
     if _CODE_ROOM in out and ("```" in text or "~~~" in text):
         fences = len(_CODE_BLOCK.findall(text))

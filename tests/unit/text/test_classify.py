@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mempald.text import classify
+from mempald.text import classify, room_keywords
 from mempald.text.classify import (
     CONVO_ROOMS,
     DEFAULT_ROOM_KEYWORDS,
@@ -171,8 +171,8 @@ def test_custom_taxonomy_replaces_the_default() -> None:
 
 def _room_scores_by_pattern(prose: str, keywords: dict[str, list[str]]) -> dict[str, int]:
     """The reference: every keyword's own pattern searched in the lower-cased prose."""
-    table = classify._compile_table(classify._table_key(keywords))
-    return {room: sum(classify._count(rx, prose, 3) for rx in ps) for room, ps in table.patterns}
+    table = room_keywords.compile_table(room_keywords.table_key(keywords))
+    return {room: sum(room_keywords.count_hits(rx, prose, 3) for rx in ps) for room, ps in table.patterns}
 
 
 _WORDY = st.text(st.sampled_from(list("tesdingbuTESé_1-' \n.Ü")), max_size=80)
@@ -186,7 +186,7 @@ def test_room_words_count_as_their_patterns_do(text: str) -> None:
     inflections, repeats past the cap, words inside words, underscores, digits, non-ASCII letters and a
     keyword listed twice or in two rooms."""
     prose = text.lower()
-    assert classify._compile_table(classify._table_key(_TABLE)).scores(prose, 3) == \
+    assert room_keywords.compile_table(room_keywords.table_key(_TABLE)).scores(prose, 3) == \
         _room_scores_by_pattern(prose, _TABLE)
 
 
@@ -194,7 +194,7 @@ def test_room_words_count_as_their_patterns_do_on_real_text() -> None:
     from tests.unit.text.test_literals import TEXTS
 
     keywords = {room: list(kws) for room, kws in classify.DEFAULT_ROOM_KEYWORDS.items()}
-    table = classify._compile_table(classify._table_key(keywords))
+    table = room_keywords.compile_table(room_keywords.table_key(keywords))
     scored = 0
     for text in TEXTS:
         prose = text.lower()

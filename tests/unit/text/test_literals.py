@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mempald.text import classify
+from mempald.text import classify, room_keywords
 from mempald.text.literals import Prefiltered, required
 from tests.conftest import FORMATS
 
@@ -37,8 +37,8 @@ TEXTS = _texts()
 def _all_patterns() -> list[Prefiltered]:
     found = [m for marks in classify._COMPILED.values() for m, _w in marks]
     found += [m for m, _w in classify._RESOLUTION]
-    found += [p for _room, ps in classify._compile_table(classify._table_key(classify.DEFAULT_ROOM_KEYWORDS)).patterns
-              for p in ps]
+    rooms = room_keywords.default_table()
+    found += [p for _room, ps in rooms.patterns for p in ps]
     return found
 
 
