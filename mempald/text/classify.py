@@ -30,7 +30,7 @@ from mempald.text.memory_markers import (
     RESOLUTION,
     RESOLUTION_THRESHOLD,
 )
-from mempald.text.room_keywords import compile_table, default_table, is_word, table_key
+from mempald.text.room_keywords import compile_table, default_table, starts_word, table_key
 from mempald.text.room_tables import CONVO_ROOMS, DEFAULT_ROOM_KEYWORDS, FALLBACK_ROOM, FOLDER_ROOMS
 
 __all__ = [
@@ -115,7 +115,7 @@ def _found(marker: Prefiltered, text: str) -> bool:
     pos = 0
     while (m := rx.search(text, pos)) is not None:
         start = m.start()
-        if start == 0 or not (is_word(text[start]) and is_word(text[start - 1])):
+        if starts_word(text, start):
             return True
         pos = start + 1
     return False
@@ -261,7 +261,7 @@ def _emphasis_words(low: str) -> set[str]:
     pos = 0
     while (m := _EMPHASIS.search(low, pos)) is not None:
         start = m.start()
-        if start == 0 or not (is_word(low[start]) and is_word(low[start - 1])):
+        if starts_word(low, start):
             out.add(m.group(0))
             pos = m.end()
         else:

@@ -17,16 +17,31 @@ from mempald.text.literals import Prefiltered
 from mempald.text.room_tables import DEFAULT_ROOM_KEYWORDS
 
 
-def is_word(c: str) -> bool:
-    """Is ``c`` a word character (what ``\\w`` matches)?"""
-    return c.isalnum() or c == "_"
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"  # what \w matches
+
+
+def starts_word(text: str, at: int) -> bool:
+    """Does a match at ``at`` not start inside a word? (The left boundary the keyword and marker patterns leave
+    out of the regex, where a leading ``\\b`` would cost the engine its literal-prefix scan.)"""
+    return at == 0 or not (_is_word(text[at]) and _is_word(text[at - 1]))
+
+
+_SUFFIXES = ("", "s", "es", "ed", "d", "ing")  # the simple inflections a single-word keyword also matches
+_WORD = re.compile(r"\w+")
+
+
+def _single_word(keyword: str) -> str | None:
+    """The keyword lower-cased when it is one word of letters (it then matches its inflections), else None."""
+    kw = keyword.strip().lower()
+    return kw if kw and " " not in kw and kw.isalpha() else None
 
 
 def keyword_regex(keyword: str) -> Prefiltered:
     kw = keyword.strip().lower()
     body = r"\s+".join(re.escape(w) for w in kw.split())
     # Single words also match their simple inflections: test/tests/tested/testing.
-    suffix = r"(?:s|es|ed|d|ing)?" if " " not in kw and kw.isalpha() else ""
+    suffix = "(?:" + "|".join(s for s in _SUFFIXES if s) + ")?" if _single_word(keyword) else ""
     # Matched on lower-cased text; the left word boundary is checked in count_hits (see classify._fast for why).
     return Prefiltered(re.compile(rf"{body}{suffix}(?!\w)"))
 
@@ -36,8 +51,7 @@ def count_hits(keyword: Prefiltered, text: str, cap: int) -> int:
         return 0
     n = 0
     for m in keyword.rx.finditer(text):
-        start = m.start()
-        if start == 0 or not (is_word(text[start]) and is_word(text[start - 1])):
+        if starts_word(text, m.start()):
             n += 1
             if n >= cap:
                 break
@@ -45,13 +59,6 @@ def count_hits(keyword: Prefiltered, text: str, cap: int) -> int:
 
 
 Table = tuple[tuple[str, tuple[str, ...]], ...]
-_SUFFIXES = ("", "s", "es", "ed", "d", "ing")  # the inflections _keyword_regex allows a single word
-_WORD = re.compile(r"\w+")
-
-
-def _single_word(keyword: str) -> str | None:
-    kw = keyword.strip().lower()
-    return kw if kw and " " not in kw and kw.isalpha() else None
 
 
 class RoomTable:
@@ -70,13 +77,11 @@ class RoomTable:
         kw_room: list[int] = []
         others: list[tuple[int, Prefiltered, tuple[str, ...]]] = []
         for r, (_room, kws) in enumerate(items):
-            for k in kws:
-                if not k.strip():
-                    continue
+            for k, rx in zip((k for k in kws if k.strip()), self.patterns[r][1], strict=True):
                 word = _single_word(k)
                 if word is None:
                     parts = k.strip().lower().split()
-                    others.append((r, keyword_regex(k), tuple(parts) if all(map(str.isalpha, parts)) else ()))
+                    others.append((r, rx, tuple(parts) if all(map(str.isalpha, parts)) else ()))
                     continue
                 for form in dict.fromkeys(word + suffix for suffix in _SUFFIXES):
                     forms.setdefault(form, []).append(len(kw_room))
