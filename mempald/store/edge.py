@@ -28,6 +28,7 @@ from mempald.store.base import (
     DELETED,
     DENSE,
     SPARSE,
+    Fields,
     Filters,
     Hit,
     PointData,
@@ -49,6 +50,11 @@ BUILT_MEMORY = qe.Memory.Cold
 # Search hits do not carry a drawer's indexing context (up to 1,200 characters each): less to copy out of
 # the store on every query (measured: about 4 ms of a 100k-drawer search).
 _HIT_PAYLOAD = qe.PayloadSelector.Exclude(["context"])
+
+
+def _payload(fields: Fields, default: Any) -> Any:
+    """The shard's payload selector: ``default`` unless only ``fields`` are wanted."""
+    return default if fields is None else qe.PayloadSelector.Include(list(fields))
 
 
 def _sparse(v: SparseVec) -> qe.SparseVector:
@@ -296,24 +302,27 @@ class EdgeStore:
         if ids:
             self._update(qe.UpdateOperation.set_payload(list(ids), dict(payload)))
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
-                 with_payload: bool = True) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False, with_payload: bool = True,
+                 fields: Fields = None) -> list[StoredPoint]:
         if not ids:
             return []
-        recs = self._shard.retrieve(list(ids), with_payload=with_payload, with_vector=with_vectors)
+        recs = self._shard.retrieve(list(ids), with_payload=_payload(fields, True) if with_payload else False,
+                                    with_vector=with_vectors)
         return [_to_stored(r, with_vectors) for r in recs]
 
     def query(
-        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int, *,
+        fields: Fields = None,
     ) -> tuple[list[Hit], list[Hit]]:
         flt = self._filter(filters)
+        selector = _payload(fields, _HIT_PAYLOAD)
         reqs = []
         if dense is not None:
             reqs.append(qe.QueryRequest(query=qe.Query.Nearest([float(x) for x in dense], using=DENSE),
-                                        limit=limit, filter=flt, with_payload=_HIT_PAYLOAD))
+                                        limit=limit, filter=flt, with_payload=selector))
         if sparse is not None and sparse.indices:
             reqs.append(qe.QueryRequest(query=qe.Query.Nearest(_sparse(sparse), using=SPARSE),
-                                        limit=limit, filter=flt, with_payload=_HIT_PAYLOAD))
+                                        limit=limit, filter=flt, with_payload=selector))
         if not reqs:
             return [], []
         results = self._shard.query_batch(qe.QueryBatchRequest(reqs))
@@ -323,10 +332,12 @@ class EdgeStore:
         return dense_hits, sparse_hits
 
     def scroll(
-        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False,
+        fields: Fields = None,
     ) -> tuple[list[StoredPoint], str | None]:
         recs, nxt = self._shard.scroll(qe.ScrollRequest(offset=offset, limit=limit, filter=self._filter(filters),
-                                                        with_payload=True, with_vector=with_vectors))
+                                                        with_payload=_payload(fields, True),
+                                                        with_vector=with_vectors))
         return [_to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
 
     def count(self, filters: Filters) -> int:

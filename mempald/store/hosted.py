@@ -37,7 +37,7 @@ import anyio
 import anyio.to_thread
 
 from mempald import logs
-from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, StoredPoint, StoreError
+from mempald.store.base import Fields, Filters, Hit, PointData, RankRequest, SparseVec, StoredPoint, StoreError
 from mempald.store.edge import BUILDING, LEGACY_SHARD, current_shard, remove_stale_shards, set_current_shard
 from mempald.store.gateway import StoreGateway
 from mempald.store.host import WRITES, damage_hint
@@ -188,22 +188,24 @@ class HostedEdgeStore:
     def delete(self, filters: Filters) -> None:
         self._write("delete", filters)
 
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
-                 with_payload: bool = True) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False, with_payload: bool = True,
+                 fields: Fields = None) -> list[StoredPoint]:
         if not ids:
             return []
-        return list(self._call("retrieve", list(ids), with_vectors=with_vectors, with_payload=with_payload))
+        return list(self._call("retrieve", list(ids), with_vectors=with_vectors, with_payload=with_payload,
+                               fields=fields))
 
     def query(
-        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int, *,
+        fields: Fields = None,
     ) -> tuple[list[Hit], list[Hit]]:
         dense_list = None if dense is None else [float(x) for x in dense]
-        dense_hits, sparse_hits = self._call("query", dense_list, sparse, filters, limit)
+        dense_hits, sparse_hits = self._call("query", dense_list, sparse, filters, limit, fields=fields)
         return list(dense_hits), list(sparse_hits)
 
     def scroll(self, filters: Filters, limit: int, offset: str | None = None, *,
-               with_vectors: bool = False) -> tuple[list[StoredPoint], str | None]:
-        page, nxt = self._call("scroll", filters, limit, offset, with_vectors=with_vectors)
+               with_vectors: bool = False, fields: Fields = None) -> tuple[list[StoredPoint], str | None]:
+        page, nxt = self._call("scroll", filters, limit, offset, with_vectors=with_vectors, fields=fields)
         return list(page), nxt
 
     def rank(self, request: RankRequest) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ from mempald.store.base import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     SPARSE,
+    Fields,
     Filters,
     Hit,
     PointData,
@@ -54,7 +55,15 @@ from mempald.store.base import (
     StoreError,
 )
 from mempald.store.server_access import describe, is_transient, open_client, parse_url, read_api_key, scrub
-from mempald.store.server_models import HIT_PAYLOAD, build_filter, dense_vector, sparse_vector, to_hits, to_stored
+from mempald.store.server_models import (
+    HIT_PAYLOAD,
+    build_filter,
+    dense_vector,
+    payload_selector,
+    sparse_vector,
+    to_hits,
+    to_stored,
+)
 
 if TYPE_CHECKING:
     from mempald.config import Settings
@@ -294,28 +303,31 @@ class ServerStore:
                                                           timeout=self._timeout))
 
     # reads -------------------------------------------------------------------------------------------------
-    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False,
-                 with_payload: bool = True) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False, with_payload: bool = True,
+                 fields: Fields = None) -> list[StoredPoint]:
         if not ids:
             return []
         id_list: list[models.ExtendedPointId] = list(ids)
+        payload = payload_selector(fields, True) if with_payload else False
         recs = self._call("retrieve", lambda: self._client.retrieve(
-            self.collection, ids=id_list, with_payload=with_payload, with_vectors=with_vectors,
+            self.collection, ids=id_list, with_payload=payload, with_vectors=with_vectors,
             timeout=self._timeout))
         return [to_stored(r, with_vectors) for r in recs]
 
     def query(
-        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int
+        self, dense: Sequence[float] | None, sparse: SparseVec | None, filters: Filters, limit: int, *,
+        fields: Fields = None,
     ) -> tuple[list[Hit], list[Hit]]:
         """Both candidate lists in one round trip (a batch of two queries); the caller fuses them."""
         flt = build_filter(filters)
+        payload = payload_selector(fields, HIT_PAYLOAD)
         reqs: list[models.QueryRequest] = []
         if dense is not None:
             reqs.append(models.QueryRequest(query=dense_vector(dense), using=DENSE, filter=flt, limit=limit,
-                                            with_payload=HIT_PAYLOAD))
+                                            with_payload=payload))
         if sparse is not None and sparse.indices:
             reqs.append(models.QueryRequest(query=sparse_vector(sparse), using=SPARSE, filter=flt, limit=limit,
-                                            with_payload=HIT_PAYLOAD))
+                                            with_payload=payload))
         if not reqs:
             return [], []
         results = self._call("search", lambda: self._client.query_batch_points(self.collection, requests=reqs,
@@ -362,11 +374,13 @@ class ServerStore:
         return to_hits(resp.points)
 
     def scroll(
-        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False
+        self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False,
+        fields: Fields = None,
     ) -> tuple[list[StoredPoint], str | None]:
         flt = build_filter(filters)
+        payload = payload_selector(fields, True)
         recs, nxt = self._call("scroll", lambda: self._client.scroll(
-            self.collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True,
+            self.collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=payload,
             with_vectors=with_vectors, timeout=self._timeout))
         return [to_stored(r, with_vectors) for r in recs], (str(nxt) if nxt is not None else None)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from qdrant_client import models
 
-from mempald.store.base import DELETED, DENSE, SPARSE, Filters, Hit, SparseVec, StoredPoint
+from mempald.store.base import DELETED, DENSE, SPARSE, Fields, Filters, Hit, SparseVec, StoredPoint
 
 
 def build_filter(f: Filters) -> models.Filter | None:
@@ -68,3 +68,10 @@ def to_hits(points: Sequence[models.ScoredPoint]) -> list[Hit]:
 
 # Search hits do not carry a drawer's indexing context (see edge.py).
 HIT_PAYLOAD = models.PayloadSelectorExclude(exclude=["context"])
+
+
+def payload_selector(
+    fields: Fields, default: bool | models.PayloadSelectorExclude
+) -> bool | list[str] | models.PayloadSelectorExclude:
+    """The payload a read returns: ``default`` unless only ``fields`` are wanted."""
+    return default if fields is None else list(fields)

@@ -187,6 +187,27 @@ def test_query_returns_both_lists(shared: Store) -> None:
     assert store.query(None, SparseVec((), ()), Filters(), 3) == ([], [])
 
 
+def test_reads_of_some_fields_return_those_keys_only(shared: Store) -> None:
+    """The ranking reads six keys of its 200 candidates, not all of them: every read takes ``fields``."""
+    store = shared
+    pts = corpus()
+    wanted = ("wing", "content", "position")
+    dense_hits, sparse_hits = store.query(pts[4].dense, BM25.query("dark mode dashboard"), Filters(), 3,
+                                          fields=wanted)
+    assert dense_hits[0].id == pid(4) and {h.id for h in sparse_hits[:2]} == {pid(4), pid(5)}
+    for h in dense_hits + sparse_hits:
+        assert set(h.payload) == set(wanted)
+    assert dense_hits[0].payload == {"wing": "beta", "content": TEXTS[4][4], "position": 4.0}
+    page, _ = store.scroll(Filters(wing=("alpha",)), 10, fields=("room",))
+    assert sorted(p.payload["room"] for p in page) == ["auth", "auth", "db", "db"]
+    assert all(set(p.payload) == {"room"} for p in page)
+    got = store.retrieve([pid(2), pid(9)], with_vectors=True, fields=("memory_type", "tags"))
+    assert {p.id: p.payload for p in got} == {pid(2): {"memory_type": "decision", "tags": ["t", "2"]},
+                                               pid(9): {"memory_type": "emotional", "tags": ["t", "9"]}}
+    assert all(p.dense is not None for p in got)
+    assert store.retrieve([pid(2)], with_payload=False, fields=("wing",))[0].payload == {}
+
+
 FILTER_CASES: list[tuple[Filters, set[int]]] = [
     (Filters(wing=("alpha",)), {0, 1, 2, 3}),
     (Filters(wing=("beta", "gamma")), {4, 5, 6, 7, 8, 9}),
