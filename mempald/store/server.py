@@ -55,15 +55,7 @@ from mempald.store.base import (
     StoreError,
 )
 from mempald.store.server_access import describe, is_transient, open_client, parse_url, read_api_key, scrub
-from mempald.store.server_models import (
-    HIT_PAYLOAD,
-    build_filter,
-    dense_vector,
-    payload_selector,
-    sparse_vector,
-    to_hits,
-    to_stored,
-)
+from mempald.store.server_models import build_filter, dense_vector, payload_selector, sparse_vector, to_hits, to_stored
 
 if TYPE_CHECKING:
     from mempald.config import Settings
@@ -319,8 +311,7 @@ class ServerStore:
         fields: Fields = None,
     ) -> tuple[list[Hit], list[Hit]]:
         """Both candidate lists in one round trip (a batch of two queries); the caller fuses them."""
-        flt = build_filter(filters)
-        payload = payload_selector(fields, HIT_PAYLOAD)
+        flt, payload = build_filter(filters), payload_selector(fields)
         reqs: list[models.QueryRequest] = []
         if dense is not None:
             reqs.append(models.QueryRequest(query=dense_vector(dense), using=DENSE, filter=flt, limit=limit,
@@ -377,8 +368,7 @@ class ServerStore:
         self, filters: Filters, limit: int, offset: str | None = None, *, with_vectors: bool = False,
         fields: Fields = None,
     ) -> tuple[list[StoredPoint], str | None]:
-        flt = build_filter(filters)
-        payload = payload_selector(fields, True)
+        flt, payload = build_filter(filters), payload_selector(fields, True)
         recs, nxt = self._call("scroll", lambda: self._client.scroll(
             self.collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=payload,
             with_vectors=with_vectors, timeout=self._timeout))

@@ -71,7 +71,7 @@ HIT_PAYLOAD = models.PayloadSelectorExclude(exclude=["context"])
 
 
 def payload_selector(
-    fields: Fields, default: bool | models.PayloadSelectorExclude
+    fields: Fields, default: bool | models.PayloadSelectorExclude = HIT_PAYLOAD
 ) -> bool | list[str] | models.PayloadSelectorExclude:
-    """The payload a read returns: ``default`` unless only ``fields`` are wanted."""
+    """The payload a read returns: ``default`` (a search hit's) unless only ``fields`` are wanted."""
     return default if fields is None else list(fields)
