@@ -36,7 +36,7 @@ def fetch_texts(d: Daemon) -> list[dict[str, Any]]:
 
 
 def keyword_report(args: Any, st: dict[str, Any], ready_s: float, total_s: float, peak_mb: float,
-                   load_start: tuple[float, ...]) -> None:
+                   load_start: list[float]) -> None:
     """``--keyword-only``: every file read, so every drawer keyword-searchable (the dense pass not awaited)."""
     exchanges = sum(int(s["exchanges"]) for s in st["sources"])
     result = {"exchanges": exchanges, "drawers": int(st["drawers"]), "ready_s": round(ready_s, 2),

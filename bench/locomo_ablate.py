@@ -116,7 +116,7 @@ def without_context() -> Iterator[None]:
     build = writer.build_drawers  # type: ignore[attr-defined]
 
     def bare(*a: Any, **kw: Any) -> list[Any]:
-        drawers = build(*a, **kw)
+        drawers: list[Any] = build(*a, **kw)
         for d in drawers:
             d.payload.pop("context", None)
         return drawers
