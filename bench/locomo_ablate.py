@@ -142,23 +142,33 @@ class Memo:
             self.answers[key] = call()
         return self.answers[key]
 
-    def query(self, dense: Any, sparse: Any, filters: Any, limit: int) -> Any:
-        key = ("query", tuple(dense), sparse, filters, limit)
-        return self._once(key, lambda: self.inner.query(dense, sparse, filters, limit))
+    def query(self, dense: Any, sparse: Any, filters: Any, limit: int, *, fields: Any = None) -> Any:
+        key = ("query", tuple(dense), sparse, filters, limit, fields)
+        return self._once(key, lambda: self.inner.query(dense, sparse, filters, limit, fields=fields))
 
-    def scroll(self, filters: Any, limit: int) -> Any:
-        return self._once(("scroll", filters, limit), lambda: self.inner.scroll(filters, limit))
+    def scroll(self, filters: Any, limit: int, *, fields: Any = None) -> Any:
+        return self._once(("scroll", filters, limit, fields), lambda: self.inner.scroll(filters, limit, fields=fields))
 
     def count(self, filters: Any) -> int:
         return int(self._once(("count", filters), lambda: self.inner.count(filters)))
 
-    def retrieve(self, ids: list[str], *, with_vectors: bool = False, with_payload: bool = True) -> list[Any]:
-        assert with_vectors  # ranking reads points with their vectors only (and their payloads, or not)
+    def retrieve(self, ids: list[str], *, with_vectors: bool = False, with_payload: bool = True,
+                 fields: Any = None) -> list[Any]:
+        """Points read whole once (vectors and every payload key), then given as asked."""
         missing = [i for i in ids if i not in self.points]
         if missing:
             self.points.update({i: None for i in missing})
             self.points.update({p.id: p for p in self.inner.retrieve(missing, with_vectors=True)})
-        return [self.points[i] for i in ids if self.points[i] is not None]
+        out = []
+        for i in ids:
+            p = self.points[i]
+            if p is None:
+                continue
+            payload = {} if not with_payload else p.payload if fields is None else \
+                {k: p.payload[k] for k in fields if k in p.payload}
+            out.append(replace(p, payload=payload, dense=p.dense if with_vectors else None,
+                               sparse=p.sparse if with_vectors else None))
+        return out
 
 
 async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[str, Variant | None]],
