@@ -164,8 +164,9 @@ class Memo:
             p = self.points[i]
             if p is None:
                 continue
-            payload = {} if not with_payload else p.payload if fields is None else \
-                {k: p.payload[k] for k in fields if k in p.payload}
+            payload = dict(p.payload) if with_payload else {}
+            if with_payload and fields is not None:
+                payload = {k: payload[k] for k in fields if k in payload}
             out.append(replace(p, payload=payload, dense=p.dense if with_vectors else None,
                                sparse=p.sparse if with_vectors else None))
         return out

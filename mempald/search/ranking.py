@@ -5,7 +5,8 @@ daemon's embedded store (``mempald.store.host``), on the store's worker thread o
 
 Pipeline (each default kept only where its gain holds on both halves of LoCoMo's conversations, see
 ``mempald.search.fusion`` and ``bench/locomo_ablate.py``):
-1. one batched store query: ``candidates`` dense hits and ``candidates`` BM25 hits under the filters;
+1. one batched store query: ``candidates`` dense hits and ``candidates`` BM25 hits under the filters, with only
+   the payload keys the ranking reads (``RANK_FIELDS``; the hits returned get ``HIT_FIELDS`` at the end);
    drawers are indexed with the drawer before them in their session (``context``);
 2. min-max normalised score fusion with ``dense_weight`` (plain RRF measured worse);
 3. temporal cue: drawers stamped inside the window a query's date words name get a soft boost;
@@ -123,8 +124,8 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
     top = ranked[:limit]
     rel = _relevance(store, request, [i for i, _ in top], sparse_hits, raw_dense, adjacent, asks)
     kept = [(i, s) for i, s in top if rel.get(i, _NO_EVIDENCE)["relevance"] >= opts.min_relevance]
-    fields = {p.id: p.payload for p in store.retrieve([i for i, _ in kept], fields=HIT_FIELDS)}
-    return [hit_dict(i, s, {**payloads[i], **fields.get(i, {})}, raw_dense.get(i), raw_sparse.get(i), rel.get(i))
+    shown = {p.id: p.payload for p in store.retrieve([i for i, _ in kept], fields=HIT_FIELDS)}
+    return [hit_dict(i, s, {**payloads[i], **shown.get(i, {})}, raw_dense.get(i), raw_sparse.get(i), rel.get(i))
             for i, s in kept]
 
 
