@@ -176,8 +176,11 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
                   base: SearchOptions, bare: bool = False) -> dict[str, dict[str, Any]]:
     """Ingest into ``store_dir`` unless it holds this data already, then every run's summary."""
     samples = locomo.load(args.data)
+    if args.messages:
+        samples = locomo.as_messages(samples)
     ns = argparse.Namespace(store=store_dir, data=args.data)
-    work, reuse = locomo._open_work(ns, "context-off" if bare else "")
+    tag = locomo.ingest_tag(args.messages, bare)
+    work, reuse = locomo._open_work(ns, tag)
     asked = locomo.questions(samples, None)
     out: dict[str, dict[str, Any]] = {}
     async with locomo.components(work, args.threads) as daemon:
@@ -185,7 +188,6 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
             with without_context() if bare else nullcontext():
                 for sample in samples:
                     await locomo._ingest(daemon.ingestor, daemon.densifier, sample)
-            tag = "context-off" if bare else ""
             (work / "locomo-ingested.json").write_text(json.dumps(locomo._fingerprint(args.data, tag)))
         embed = daemon.searcher.embedder.embed_query
         cache: dict[str, np.ndarray] = {}
@@ -256,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", type=Path, required=True, help="bench/locomo.py's store (built here if missing)")
     ap.add_argument("--context-store", type=Path, default=None, help="also measure context indexing (a 2nd ingest)")
     ap.add_argument("--folds", type=int, default=2)
+    ap.add_argument("--messages", action="store_true",
+                    help="bench/locomo.py --messages: the turns cut into one drawer per sentence (its own store)")
     ap.add_argument("--only", action="append", default=None, metavar="FEATURE")
     ap.add_argument("--set", action="append", metavar="OPTION=VALUE", help="the baseline's SearchOptions overrides")
     ap.add_argument("--neutral-only", action="store_true", help="only each feature's neutral value (a 2nd pass)")

@@ -110,3 +110,12 @@ def test_locomo_folds_and_ablation_smoke(tmp_path: Path) -> None:
     assert set(runs) == {"defaults", "candidates=50", "candidates=200"}
     assert runs["defaults"]["overall"] == res["overall"]  # the same store and options give the same figures
     assert "| candidates | 50 |" in proc.stdout and "| candidates | 200 |" in proc.stdout
+
+    # --messages: the same questions on the turns cut into sentences, in a store of its own kind
+    msgs, mout = tmp_path / "messages", tmp_path / "messages.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--store",
+                           str(msgs), "--messages", "--json", str(mout)], capture_output=True, text=True, cwd=REPO,
+                          timeout=200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(mout.read_text())["overall"]["questions"] == 4
+    assert json.loads((msgs / "locomo-ingested.json").read_text())["ingest"] == "messages"
