@@ -1,14 +1,16 @@
 """Ablation of every default of the ranking pipeline on LoCoMo, per fold of the conversations and per category.
 
     python bench/locomo_ablate.py --store DIR [--data PATH] [--folds 2] [--json PATH] [--only FEATURE ...]
-                                  [--set OPTION=VALUE ...] [--context-store DIR]
+                                  [--set OPTION=VALUE ...] [--context-store DIR] [--messages]
 
 One ingest (``bench/locomo.py``'s store in DIR, built if missing), then every variant re-ranks all questions
 on it: the query vectors and the store's answers are kept (in DIR, for later passes too), so after the first run
-a variant costs only the Python ranking. For each feature of ``mempald.search.ranking.SearchOptions`` and the ranking
-constants, the pipeline is run with the feature at its neutral value (off) and at weaker values, everything else
-at its default (or at ``--set`` overrides: the baseline for a second pass). ``--context-store DIR`` also builds
-a second store whose drawers are indexed without the drawer before them (``context``), for that feature.
+a variant costs only the Python ranking. For each feature of ``mempald.search.ranking.SearchOptions``, the
+pipeline is run with the feature at its neutral value (off) and at weaker values, everything else at its default
+(or at ``--set`` overrides: the baseline for a second pass). ``--context-store DIR`` also builds a second store
+whose drawers are indexed without the drawer before them (``context``), for that feature.
+``--messages`` runs the same on ``bench/locomo.py --messages``'s view (one drawer per sentence; give it its own
+``--store``): the second shape of the data a default should hold on.
 
 The rule (issue 24): a feature is kept only if its gain over its neutral value holds on every fold and on every
 question category with at least 100 questions: the primary metric (turn R@10; session R@10 for ``spread_after``,
@@ -50,7 +52,6 @@ class Variant:
     feature: str
     label: str
     options: dict[str, Any]  # SearchOptions overrides
-    constants: dict[str, Any] | None = None  # ranking module constants overridden for the run
     store: str = "default"  # "context-off": the store indexed without context
     primary: str = "turn_recall@10"
 
@@ -84,9 +85,6 @@ def variants() -> list[Variant]:
         Variant("question_forward", "0.4", {"question_forward": 0.4}),
         Variant("question_forward", "0.6", {"question_forward": 0.6}),
         Variant("question_forward", "0.8", {"question_forward": 0.8}),
-        Variant("neighbour_fetch", "0 (candidates only)", {}, {"NEIGHBOUR_HITS": 0}),
-        Variant("neighbour_fetch", "5", {}, {"NEIGHBOUR_HITS": 5}),
-        Variant("neighbour_fetch", "10", {}, {"NEIGHBOUR_HITS": 10}),
         Variant("session_weight", "0", {"session_weight": 0.0}),
         Variant("session_weight", "0.1", {"session_weight": 0.1}),
         Variant("session_weight", "0.2 (top 3)", {"session_weight": 0.2, "session_top": 3}),
@@ -96,18 +94,6 @@ def variants() -> list[Variant]:
         Variant("min_relevance", "0 (no floor)", {"min_relevance": 0.0}),
         Variant("context", "off (drawer alone)", {}, store="context-off"),
     ]
-
-
-@contextmanager
-def constants(values: dict[str, Any] | None) -> Iterator[None]:
-    saved = {k: getattr(ranking, k) for k in values or {}}
-    for k, v in (values or {}).items():
-        setattr(ranking, k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            setattr(ranking, k, v)
 
 
 @contextmanager
@@ -207,8 +193,7 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
         setattr(edge, "_ranker", lambda _store, request: ranking.rank(cast(Any, memo), request))  # noqa: B010
         for key, v in runs:
             opts = replace(base, **(v.options if v else {}))
-            with constants(v.constants if v else None):
-                rows = await locomo.ask(daemon.searcher, samples, asked, opts)
+            rows = await locomo.ask(daemon.searcher, samples, asked, opts)
             out[key] = locomo.summary(rows, samples, args.folds)
             if not loaded and key in (runs[0][0], runs[-1][0]):
                 kept.write_bytes(pickle.dumps((cache, memo.answers, memo.points)))
@@ -272,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     vs = [v for v in variants() if args.only is None or v.feature in args.only]
     if args.neutral_only:
         vs = [v for n, v in enumerate(vs) if n == 0 or vs[n - 1].feature != v.feature]
-    vs = [v for v in vs if v.constants or v.store != "default"  # what the baseline is already is not run again
+    vs = [v for v in vs if v.store != "default"  # what the baseline is already is not run again
           or any(getattr(base, k) != x for k, x in v.options.items())]
     if args.context_store is None:
         vs = [v for v in vs if v.store == "default"]

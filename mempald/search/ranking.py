@@ -12,7 +12,8 @@ Pipeline (each default kept only where its gain holds on both halves of LoCoMo's
 3. temporal cue: drawers stamped inside the window a query's date words name get a soft boost;
 4. neighbours: a strong hit lifts the drawer before it in its session (a drawer is indexed with the one
    before it, so a context match points back) and, when the hit asks something, the drawer after it (the
-   answer follows its question); neighbours of the top hits are fetched when not among the candidates;
+   answer follows its question); only among the candidates (fetching the top hits' missing neighbours as well
+   lost on LoCoMo's temporal questions and on its messaging cut, ``bench/RESEARCH_locomo.md``, eighth round);
 5. speaker (off by default: LoCoMo's adversarial questions lose by it, ``bench/RESEARCH_locomo.md``): drawers
    said by someone the query names rise;
 6. session strength (off by default: it failed the fold check, ``bench/RESEARCH_locomo.md``): drawers of
@@ -45,7 +46,6 @@ HIT_FIELDS = (
 RANK_FIELDS = ("source_kind", "session_id", "position", "chunk_index", "ts", "text")
 """What the ranking reads of its candidates: the rest of a hit's fields (``HIT_FIELDS``) is read for the hits
 returned only (at 100k drawers, 200 candidates with these six keys cost 2.5 ms less than with all 30)."""
-NEIGHBOUR_HITS = 5  # how many top hits fetch their missing neighbours
 IDF_SAMPLE = 24  # sparse hits whose vectors are read to recover the IDF of the query's terms
 
 
@@ -100,8 +100,6 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
 
     asks: set[str] = set()
     neighbours = _neighbours_on(opts) and bool(ranked)
-    if neighbours:
-        _add_neighbours(store, ranked[:NEIGHBOUR_HITS], payloads, filters)
     positions = {i: (_session_key(p), _seq(p)) for i, p in payloads.items()}
     adjacent = _adjacent(positions)
     if neighbours:
@@ -260,7 +258,7 @@ def _adjacent(positions: Mapping[str, tuple[Hashable, int]]) -> dict[str, tuple[
         n = 0
         for seq, i in items:
             if prev_seq is not None:
-                # a gap in the sequence (a drawer we did not fetch) breaks adjacency
+                # a gap in the sequence (a drawer not among the candidates) breaks adjacency
                 n += 1 if _next_to(prev_seq, seq) else 2
             out[i] = (sess, n)
             prev_seq = seq
@@ -271,27 +269,6 @@ def _next_to(a: int, b: int) -> bool:
     pa, ca = divmod(a, 1000)
     pb, cb = divmod(b, 1000)
     return (pa == pb and cb == ca + 1) or (pb == pa + 1 and cb == 0)
-
-
-def _add_neighbours(store: Store, top: list[tuple[str, float]], payloads: dict[str, Mapping[str, Any]],
-                    filters: Filters) -> None:
-    """Fetch the drawers just before and after each top hit in its session (same filters), in one store call."""
-    around = []
-    for hit_id, _score in top:
-        p = payloads[hit_id]
-        session = p.get("session_id")
-        pos = p.get("position")
-        if not session or not isinstance(pos, (int, float)):
-            continue
-        around.append(Filters(source_kind=(str(p.get("source_kind")),), session_id=(str(session),),
-                              position_min=float(pos) - 1, position_max=float(pos) + 1))
-    if not around:
-        return
-    flt = Filters(wing=filters.wing, room=filters.room, since=filters.since, until=filters.until,
-                  any_of=tuple(around))
-    page, _ = store.scroll(flt, 64 * len(around), fields=RANK_FIELDS)
-    for nb in page:
-        payloads.setdefault(nb.id, nb.payload)
 
 
 def hit_dict(
