@@ -71,7 +71,8 @@ exchange, the bare copy says which turn of it answers."""
 DEFAULT_NEIGHBOUR_DECAY = 0.8
 """Share of a hit's score given to the drawer just *before* it in its session (0 disables): a drawer is indexed
 with the one before it, so a hit that matched through its context points back at it.  Off, turn R@10 falls
-0.023 / 0.021 on the two folds (multi-hop -0.066, temporal -0.046)."""
+0.028 / 0.043 and session R@10 0.003 / 0.003 on the two folds (multi-hop -0.077, temporal -0.054), and on the
+messaging view 0.010 / 0.018 (``bench/RESEARCH_locomo.md``, eighth round)."""
 
 DEFAULT_NEIGHBOUR_FORWARD = 0.0
 """Share of a hit's score given to the drawer just *after* it, whatever the hit says (0: none).  Issue 24
