@@ -2,6 +2,7 @@
 
     python bench/locomo_ablate.py --store DIR [--data PATH] [--folds 2] [--json PATH] [--only FEATURE ...]
                                   [--set OPTION=VALUE ...] [--context-store DIR] [--messages]
+                                  [--keyword k=,b=,avg_len=,context= ...] [--dense-context N ...]
 
 One ingest (``bench/locomo.py``'s store in DIR, built if missing), then every variant re-ranks all questions
 on it: the query vectors and the store's answers are kept (in DIR, for later passes too), so after the first run
@@ -11,6 +12,10 @@ pipeline is run with the feature at its neutral value (off) and at weaker values
 whose drawers are indexed without the drawer before them (``context``), for that feature.
 ``--messages`` runs the same on ``bench/locomo.py --messages``'s view (one drawer per sentence; give it its own
 ``--store``): the second shape of the data a default should hold on.
+``--keyword ENCODING`` and ``--dense-context N`` add rows whose keyword or dense list is recomputed in Python from
+the store's own points under another BM25 encoding or with a wider context (``bench/locomo_lists.py``): an
+encoding measured without a new ingest. Their column "default beats it" applies the same rule. They run whatever
+``--only`` says; ``--only keyword`` (no feature has that name) runs them alone.
 
 The rule (issue 24): a feature is kept only if its gain over its neutral value holds on every fold and on every
 question category with at least 100 questions: the primary metric (turn R@10; session R@10 for ``spread_after``,
@@ -39,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
 import locomo  # noqa: E402
+import locomo_lists  # noqa: E402
 
 from mempald.ingest import writer  # noqa: E402
 from mempald.search import ranking  # noqa: E402
@@ -54,6 +60,8 @@ class Variant:
     options: dict[str, Any]  # SearchOptions overrides
     store: str = "default"  # "context-off": the store indexed without context
     primary: str = "turn_recall@10"
+    keyword: locomo_lists.KeywordEncoding | None = None  # the keyword list recomputed under this encoding
+    dense_context: int | None = None  # the dense list recomputed with this many previous drawers as context
 
 
 def variants() -> list[Variant]:
@@ -122,6 +130,7 @@ class Memo:
         self.inner = inner
         self.answers: dict[Any, Any] = {}
         self.points: dict[str, Any] = {}
+        self.swap: Any = None  # locomo_lists.swap_lists: the store's lists with one recomputed
 
     def _once(self, key: Any, call: Any) -> Any:
         if key not in self.answers:
@@ -130,7 +139,8 @@ class Memo:
 
     def query(self, dense: Any, sparse: Any, filters: Any, limit: int, *, fields: Any = None) -> Any:
         key = ("query", tuple(dense), sparse, filters, limit, fields)
-        return self._once(key, lambda: self.inner.query(dense, sparse, filters, limit, fields=fields))
+        lists = self._once(key, lambda: self.inner.query(dense, sparse, filters, limit, fields=fields))
+        return lists if self.swap is None else self.swap(lists, dense, sparse, filters, limit, fields)
 
     def scroll(self, filters: Any, limit: int, *, fields: Any = None) -> Any:
         return self._once(("scroll", filters, limit, fields), lambda: self.inner.scroll(filters, limit, fields=fields))
@@ -191,8 +201,22 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
 
         daemon.searcher.embedder.embed_query = cached  # type: ignore[method-assign]
         setattr(edge, "_ranker", lambda _store, request: ranking.rank(cast(Any, memo), request))  # noqa: B010
+        everything: list[Any] = []
+        keyword_lists: dict[Any, locomo_lists.KeywordList] = {}
+        dense_lists: dict[int, locomo_lists.DenseList] = {}
         for key, v in runs:
             opts = replace(base, **(v.options if v else {}))
+            memo.swap = None
+            if v is not None and (v.keyword is not None or v.dense_context is not None):
+                everything = everything or locomo_lists.all_points(edge)
+                if v.keyword is not None and v.keyword not in keyword_lists:
+                    keyword_lists[v.keyword] = locomo_lists.KeywordList(everything, v.keyword)
+                if v.dense_context is not None and v.dense_context not in dense_lists:
+                    dense_lists[v.dense_context] = locomo_lists.DenseList(
+                        everything, v.dense_context, daemon.searcher.embedder, work)
+                memo.swap = locomo_lists.swap_lists(
+                    dense_lists[v.dense_context] if v.dense_context is not None else None,
+                    keyword_lists[v.keyword] if v.keyword is not None else None)
             rows = await locomo.ask(daemon.searcher, samples, asked, opts)
             out[key] = locomo.summary(rows, samples, args.folds)
             if not loaded and key in (runs[0][0], runs[-1][0]):
@@ -246,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--messages", action="store_true",
                     help="bench/locomo.py --messages: the turns cut into one drawer per sentence (its own store)")
     ap.add_argument("--only", action="append", default=None, metavar="FEATURE")
+    ap.add_argument("--keyword", action="append", default=[], metavar="k=,b=,avg_len=,context=",
+                    help="a row with the keyword list recomputed under this BM25 encoding (bench/locomo_lists.py)")
+    ap.add_argument("--dense-context", action="append", type=int, default=[], metavar="N",
+                    help="a row with the dense list recomputed with N previous drawers as context")
     ap.add_argument("--set", action="append", metavar="OPTION=VALUE", help="the baseline's SearchOptions overrides")
     ap.add_argument("--neutral-only", action="store_true", help="only each feature's neutral value (a 2nd pass)")
     ap.add_argument("--threads", type=int, default=0)
@@ -261,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
           or any(getattr(base, k) != x for k, x in v.options.items())]
     if args.context_store is None:
         vs = [v for v in vs if v.store == "default"]
+    try:
+        encodings = [locomo_lists.KeywordEncoding.parse(text) for text in args.keyword]
+    except ValueError as exc:
+        ap.error(f"--keyword: {exc}")
+    vs += [Variant("keyword", e.label, {}, keyword=e) for e in encodings]
+    vs += [Variant("dense_context", str(n), {}, dense_context=n) for n in args.dense_context]
     runs: list[tuple[str, Variant | None]] = [("defaults", None)]
     runs += [(f"{v.feature}={v.label}", v) for v in vs if v.store == "default"]
     results = anyio.run(measure, args, args.store, runs, base)

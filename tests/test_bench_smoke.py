@@ -111,6 +111,19 @@ def test_locomo_folds_and_ablation_smoke(tmp_path: Path) -> None:
     assert runs["defaults"]["overall"] == res["overall"]  # the same store and options give the same figures
     assert "| candidates | 50 |" in proc.stdout and "| candidates | 200 |" in proc.stdout
 
+    # lists recomputed in Python (bench/locomo_lists.py): at the product's encoding and context, the same figures
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "locomo_ablate.py"), "--data", str(data), "--store",
+                           str(store), "--only", "keyword", "--keyword", "context=1", "--keyword", "b=0",
+                           "--dense-context", "1", "--json", str(abl)], capture_output=True, text=True, cwd=REPO,
+                          timeout=200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(abl.read_text())["results"]
+    assert set(runs) == {"defaults", "keyword=k=1.2,b=0.75,avg_len=256,context=1",
+                         "keyword=k=1.2,b=0,avg_len=256,context=1", "dense_context=1"}
+    assert runs["keyword=k=1.2,b=0.75,avg_len=256,context=1"] == runs["defaults"]
+    assert runs["dense_context=1"] == runs["defaults"]
+    assert "| dense_context | 1 |" in proc.stdout
+
     # --messages: the same questions on the turns cut into sentences, in a store of its own kind
     msgs, mout = tmp_path / "messages", tmp_path / "messages.json"
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--store",
