@@ -144,7 +144,8 @@ class DenseList:
                  max_tokens: int = EmbedSettings().max_tokens) -> None:
         self.points = points
         ids = np.array([p.id for p in points])
-        kept = cache / f"dense-context-{n}.npz"
+        kept = cache / (f"dense-context-{n}.npz" if max_tokens == EmbedSettings().max_tokens
+                        else f"dense-context-{n}-{max_tokens}.npz")
         if kept.is_file():
             with np.load(kept) as z:
                 if np.array_equal(z["ids"], ids):
