@@ -202,7 +202,7 @@ async def measure(args: argparse.Namespace, store_dir: Path, runs: list[tuple[st
         daemon.searcher.embedder.embed_query = cached  # type: ignore[method-assign]
         setattr(edge, "_ranker", lambda _store, request: ranking.rank(cast(Any, memo), request))  # noqa: B010
         everything: list[Any] = []
-        keyword_lists: dict[Any, locomo_lists.KeywordList] = {}
+        keyword_lists: dict[locomo_lists.KeywordEncoding, locomo_lists.KeywordList] = {}
         dense_lists: dict[int, locomo_lists.DenseList] = {}
         for key, v in runs:
             opts = replace(base, **(v.options if v else {}))
@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         ap.error(f"--keyword: {exc}")
     vs += [Variant("keyword", e.label, {}, keyword=e) for e in encodings]
+    if any(n < 0 for n in args.dense_context):
+        ap.error("--dense-context: N must not be negative")
     vs += [Variant("dense_context", str(n), {}, dense_context=n) for n in args.dense_context]
     runs: list[tuple[str, Variant | None]] = [("defaults", None)]
     runs += [(f"{v.feature}={v.label}", v) for v in vs if v.store == "default"]

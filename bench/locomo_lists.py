@@ -51,6 +51,8 @@ class KeywordEncoding:
             if not sep or name not in ("k", "b", "avg_len", "context"):
                 raise ValueError(f"{part!r}: expected k=, b=, avg_len= or context=")
             fields[name] = int(value) if name == "context" else float(value)
+            if fields[name] < 0:
+                raise ValueError(f"{part!r}: must not be negative")
         return cls(**fields)  # type: ignore[arg-type]
 
     @property

@@ -117,7 +117,7 @@ def test_encodings_parse_and_other_filters_are_refused(store: EdgeStore) -> None
     enc = locomo_lists.KeywordEncoding.parse("k=0.9, avg_len=128,context=0")
     assert enc == locomo_lists.KeywordEncoding(k=0.9, b=0.75, avg_len=128.0, context=0)
     assert enc.label == "k=0.9,b=0.75,avg_len=128,context=0"
-    for bad in ("k", "depth=3", "k=fast"):
+    for bad in ("k", "depth=3", "k=fast", "context=-1"):
         with pytest.raises(ValueError):
             locomo_lists.KeywordEncoding.parse(bad)
     points: list[StoredPoint] = locomo_lists.all_points(store)
