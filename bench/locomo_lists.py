@@ -17,7 +17,6 @@ relevance floor drops, are approximate (on LoCoMo the floor moves turn R@10 by 0
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from mempald.config import EmbedSettings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import pretokenize
 from mempald.ingest.drawers import index_text
-from mempald.search import ranking
+from mempald.search import fusion, ranking
 from mempald.store.base import Filters, Hit, SparseVec, StoredPoint
 
 PAGE = 1000
@@ -126,9 +125,7 @@ class KeywordList:
             vec = bm25.embed_document(pretokenize(text))
             for term, value in zip(vec.indices, vec.values, strict=True):
                 postings[term].append((j, value))
-        n = len(points)
-        # The store's IDF modifier: ln(1 + (N - n_t + 0.5) / (n_t + 0.5)) over every point.
-        self.idf = {t: math.log(1 + (n - len(ps) + 0.5) / (len(ps) + 0.5)) for t, ps in postings.items()}
+        self.idf = {t: fusion.bm25_idf(len(ps), len(points)) for t, ps in postings.items()}  # the store's, over all
         self.postings = {t: (np.array([j for j, _ in ps]), np.array([v for _, v in ps])) for t, ps in postings.items()}
         self.wings = np.array([str(p.payload.get("wing")) for p in points])
 
