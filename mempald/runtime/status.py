@@ -151,6 +151,7 @@ class StatusReport:
             "uptime_s": round(time.time() - self.started_at, 1),
             "ready": self.ready,
             "model": self.embedder.info.model_id,
+            "model_file": self.embedder.info.model_file,
             "store": self.store.location,
             "data_dir": str(data_dir()),
             "machine": self.machine,
