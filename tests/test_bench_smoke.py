@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 COMMON = {"benchmark", "machine", "loadavg_end", "loadavg_start"}
 EXPECTED = {
     "backfill": {"exchanges", "drawers", "exchanges_per_s", "drawers_per_s", "fastembed_drawers_per_s", "ratio",
-                 "peak_rss_mb", "end_to_end_s", "texts_over_model_length"},
+                 "peak_rss_mb", "end_to_end_s", "texts_over_model_length", "dense_pass_speedup",
+                 "min_cosine_vs_alone"},
     "freshness": {"idle", "backfilling", "n", "backlog_exchanges"},
     "search_latency": {"sizes", "prefilled"},
     "hook_roundtrip": {"command", "hook_ms", "python_bare_ms"},
@@ -42,6 +43,8 @@ def test_benchmarks_smoke(tmp_path: Path) -> None:
             failures.append(f"{name}: JSON lacks {sorted(missing)}")
         if data.get("benchmark") != name:
             failures.append(f"{name}: JSON names benchmark {data.get('benchmark')!r}")
+        if name == "backfill" and not data.get("min_cosine_vs_alone", 0) >= 0.9999:
+            failures.append(f"backfill: the dense pass's vectors differ from fastembed alone's: {data}")
     assert not failures, "\n\n".join(failures)
 
 
