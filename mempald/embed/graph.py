@@ -73,8 +73,11 @@ def fuse_file(src: Path, dst: Path) -> Fusion:
     model = onnx.load(str(src))
     fusion = fuse(model)
     tmp = dst.with_name(f"{dst.name}.{os.getpid()}.tmp")
-    onnx.save(model, str(tmp))
-    os.replace(tmp, dst)
+    try:
+        onnx.save(model, str(tmp))
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
     return fusion
 
 
@@ -293,8 +296,9 @@ def describe(folder: Path) -> str:
 
 def prepare(folder: Path, source_sha256: str) -> Path | None:
     """The fused graph of ``folder/model.onnx`` (built, checked and recorded the first time), or None where the
-    original must be used. The record (``fused.json``) keeps a failure too, so a graph that cannot be fused is
-    not tried again at every start (until the rewrite's version changes)."""
+    original must be used. The record (``fused.json``) keeps a failure of the graph too, so a graph that cannot be
+    fused is not tried again at every start (until the rewrite's version changes); a missing onnx or a full disk
+    is not recorded. Never raises for the rewrite's sake: the original graph always works."""
     record_path, fused = folder / RECORD_FILE, folder / FUSED_FILE
     try:
         record = json.loads(record_path.read_text())
@@ -316,7 +320,11 @@ def prepare(folder: Path, source_sha256: str) -> Path | None:
             new.update(checked="probe texts", min_cosine=cos, ok=cos >= MIN_COSINE)
             if not new["ok"]:
                 new["reason"] = f"vectors differ from the original graph's (min cosine {cos:.6f} < {MIN_COSINE})"
-    except Exception as exc:  # anything at all: the original graph still works
+    except (ImportError, OSError) as exc:  # onnx missing, a full disk: not recorded, tried again next start
+        fused.unlink(missing_ok=True)
+        log.warning("model_graph_not_fused", reason=f"{type(exc).__name__}: {exc}")
+        return None
+    except Exception as exc:  # anything else at all: the original graph still works
         new["reason"] = f"{type(exc).__name__}: {exc}"
     if not new["ok"]:
         fused.unlink(missing_ok=True)
@@ -324,6 +332,10 @@ def prepare(folder: Path, source_sha256: str) -> Path | None:
     else:
         log.info("model_graph_fused", checked=new["checked"])
     tmp = record_path.with_name(f"{RECORD_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(new, indent=2, sort_keys=True))
-    os.replace(tmp, record_path)
+    try:
+        tmp.write_text(json.dumps(new, indent=2, sort_keys=True))
+        os.replace(tmp, record_path)
+    except OSError as exc:  # a full disk: the decision holds for this run, and is made again at the next start
+        tmp.unlink(missing_ok=True)
+        log.warning("model_graph_record_not_written", error=str(exc))
     return fused if new["ok"] else None

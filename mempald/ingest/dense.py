@@ -1,6 +1,6 @@
 """The dense stage: give keyword-searchable drawers their dense vector, fresh ones first.
 
-Embedding is the daemon's bottleneck (about 20 chunks of 250 tokens a second on two cores); it runs in a
+Embedding is the daemon's bottleneck (about 35 chunks of 250 tokens a second on two Xeon cores); it runs in a
 worker thread (onnxruntime releases the GIL) under a capacity limiter so the event loop never waits on it.
 On start, drawers that still lack a dense vector (a crash, a restart mid-backfill) are found in the store
 and queued again: the store is the truth, the queue is a cache.

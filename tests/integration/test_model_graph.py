@@ -125,3 +125,17 @@ def test_a_damaged_fused_file_or_record_is_rebuilt(tmp_path: Path) -> None:
     (folder / graph.RECORD_FILE).write_text("{not json")
     assert graph.prepare(folder, ONNX_SHA256) == fused and fused.read_bytes() == good
     assert Embedder(models_dir=tmp_path / "models", threads=1).info.model_file == graph.FUSED_FILE
+
+
+def test_a_full_disk_while_fusing_is_not_held_against_the_graph(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = fresh_folder(tmp_path)
+
+    def full(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(onnx, "save", full)
+    assert graph.prepare(folder, ONNX_SHA256) is None
+    assert not (folder / graph.RECORD_FILE).exists() and not list(folder.glob("model_fused*"))
+    monkeypatch.undo()
+    assert graph.prepare(folder, ONNX_SHA256) == folder / graph.FUSED_FILE  # the next start tries again
