@@ -316,11 +316,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         samples = locomo.load(args.locomo)
         daemon, store, state = open_daemon(work, {
             "ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
-            "store": {"machine": "bench"}, "embed": {"batch_size": 8},
+            "store": {"machine": "bench"},
             "sources": {"claude_projects": "", "codex_sessions": ""}}, args.threads)
         try:
             if not reuse:
-                daemon.densifier.batch_size = 64
                 for s in samples:
                     await locomo._ingest(daemon.ingestor, daemon.densifier, s)
                 (work / "locomo-ingested.json").write_text(json.dumps(locomo._fingerprint(args.locomo)))

@@ -16,7 +16,7 @@ from mempald.store.edge import EdgeStore
 
 # Benchmark text is not a user's: no redaction, no general-memory extraction; the store is one machine's.
 SETTINGS = {"ingest": {"redact_secrets": False, "extract_general": False, "lock_timeout_s": 60},
-            "store": {"machine": "bench"}, "embed": {"batch_size": 8},
+            "store": {"machine": "bench"},
             "sources": {"claude_projects": "", "codex_sessions": ""}}
 
 
@@ -36,5 +36,4 @@ def open_bench_palace(work: Path, *, threads: int = 0, models_dir: Path | None =
     store = EdgeStore(work / "store", embedder.dim, ranker=ranking.rank)
     state = State(work / "state.sqlite3")
     daemon = Daemon(parse_settings(SETTINGS, env={}), Backends(embedder, store, None, state))
-    daemon.densifier.batch_size = 64  # embedded offline: bigger batches, the same vectors
     return BenchPalace(daemon, embedder, store, state)
