@@ -271,11 +271,8 @@ def min_cosine(original: Path, fused: Path, tokenizer_file: Path) -> float:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def describe(folder: Path) -> str:
