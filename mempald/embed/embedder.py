@@ -160,6 +160,19 @@ class ModelInfo:
     model_file: str = "model.onnx"  # the default model: its fused graph (``graph.FUSED_FILE``) where it passed
 
 
+def _load_default(path: Path, model_file: str, threads: int) -> Any:
+    """fastembed's session on one file of the assembled default model folder."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    loader_id = f"{DEFAULT_MODEL_ID}:{model_file}"  # fastembed's registry: one entry per file
+    if loader_id not in {d["model"] for d in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(model=loader_id, pooling=PoolingType.MEAN, normalization=True,
+                                       sources=ModelSource(hf="mempal/offline-only"), dim=DEFAULT_DIM,
+                                       model_file=model_file)
+    return TextEmbedding(loader_id, specific_model_path=str(path), threads=threads)
+
+
 class Embedder:
     """fastembed TextEmbedding plus the model's own tokenizer (for honest token counts).
 
@@ -176,25 +189,19 @@ class Embedder:
         threads = threads or (os.cpu_count() or 1)
         self._lock = threading.Lock()
         if model == DEFAULT_MODEL:
-            from fastembed.common.model_description import ModelSource, PoolingType
-
             path = assemble_default_model(models_dir)
             # The same model, its graph rewritten for speed (mempald.embed.graph) where the check passed: the
             # store's model id does not change, the vectors are the same to float rounding.
             fused = graph.prepare(path, ONNX_SHA256) if fuse else None
             model_file = fused.name if fused is not None else "model.onnx"
-            loader_id = f"{DEFAULT_MODEL_ID}:{model_file}"  # fastembed's registry: one entry per file
-            known = {d["model"] for d in TextEmbedding.list_supported_models()}
-            if loader_id not in known:
-                TextEmbedding.add_custom_model(
-                    model=loader_id,
-                    pooling=PoolingType.MEAN,
-                    normalization=True,
-                    sources=ModelSource(hf="mempal/offline-only"),
-                    dim=DEFAULT_DIM,
-                    model_file=model_file,
-                )
-            self._model: Any = TextEmbedding(loader_id, specific_model_path=str(path), threads=threads)
+            try:
+                self._model: Any = _load_default(path, model_file, threads)
+            except Exception as exc:  # this onnxruntime cannot run the fused graph: the shipped one it can
+                if model_file == "model.onnx":
+                    raise
+                log.warning("model_graph_not_loaded", error=str(exc))
+                model_file = "model.onnx"
+                self._model = _load_default(path, model_file, threads)
             self.info = ModelInfo(DEFAULT_MODEL_ID, DEFAULT_DIM, str(path), model_file)
             self._tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
         else:

@@ -252,10 +252,10 @@ def embed_probe(model_file: Path, tokenizer_file: Path, texts: Sequence[str] = P
     opts.log_severity_level = 3
     session = ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(str(tokenizer_file))
-    tok.enable_truncation(256)
+    tok.enable_truncation(256)  # MiniLM's length (embedder.MAX_SEQ_LEN)
+    tok.enable_padding()
     out = []
     for batch in [[t] for t in texts] + [list(texts)]:
-        tok.enable_padding()
         enc = tok.encode_batch(batch)
         ids = np.array([e.ids for e in enc], dtype=np.int64)
         mask = np.array([e.attention_mask for e in enc], dtype=np.int64)

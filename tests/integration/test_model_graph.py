@@ -139,3 +139,16 @@ def test_a_full_disk_while_fusing_is_not_held_against_the_graph(tmp_path: Path,
     assert not (folder / graph.RECORD_FILE).exists() and not list(folder.glob("model_fused*"))
     monkeypatch.undo()
     assert graph.prepare(folder, ONNX_SHA256) == folder / graph.FUSED_FILE  # the next start tries again
+
+
+def test_a_fused_graph_this_onnxruntime_cannot_load_falls_back_to_the_shipped_one(tmp_path: Path) -> None:
+    folder = fresh_folder(tmp_path)
+    fused = graph.prepare(folder, ONNX_SHA256)
+    assert fused is not None
+    fused.write_bytes(b"not an onnx graph")  # as if another onnxruntime refused it: the record still vouches
+    record = json.loads((folder / graph.RECORD_FILE).read_text())
+    record["sha256"] = graph._sha256(fused)
+    (folder / graph.RECORD_FILE).write_text(json.dumps(record))
+    embedder = Embedder(models_dir=tmp_path / "models", threads=1)
+    assert embedder.info.model_file == "model.onnx"
+    assert embedder.embed_query("still answers").shape == (embedder.dim,)
