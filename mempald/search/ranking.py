@@ -14,13 +14,15 @@ Pipeline (each default kept only where its gain holds on both halves of LoCoMo's
    before it, so a context match points back) and, when the hit asks something, the drawer after it (the
    answer follows its question); only among the candidates (fetching the top hits' missing neighbours as well
    lost on LoCoMo's temporal questions and on its messaging cut, ``bench/RESEARCH_locomo.md``, eighth round);
-5. speaker (off by default: LoCoMo's adversarial questions lose by it, ``bench/RESEARCH_locomo.md``): drawers
+5. answer type: a query that asks *when* lifts, within each session, the drawers that say when ("yesterday",
+   "last week", a date), never past the session's best drawer (it picks the drawer, not the session);
+6. speaker (off by default: LoCoMo's adversarial questions lose by it, ``bench/RESEARCH_locomo.md``): drawers
    said by someone the query names rise;
-6. session strength (off by default: it failed the fold check, ``bench/RESEARCH_locomo.md``): drawers of
+7. session strength (off by default: it failed the fold check, ``bench/RESEARCH_locomo.md``): drawers of
    sessions with several good hits rise;
-7. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
-8. near-identical hits are de-duplicated (checked until ``limit`` hits are kept);
-9. relevance: each hit kept gets one calibrated score (``fusion.relevance``, a probability) from its dense
+8. below the first ``spread_after`` hits, each not-yet-shown session's best hit comes first;
+9. near-identical hits are de-duplicated (checked until ``limit`` hits are kept);
+10. relevance: each hit kept gets one calibrated score (``fusion.relevance``, a probability) from its dense
    cosine and its keyword evidence (the IDF-weighted share of the query's terms it holds, and how rare they
    are); the IDFs are read back from the store's own BM25 scores.  A hit lifted by a neighbour inherits the
    neighbour's relevance times the same share.  Hits below ``min_relevance`` are dropped: a query that
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from mempald.search import fusion, speakers, temporal
+from mempald.search import answers, fusion, speakers, temporal
 from mempald.store.base import Filters, Hit, RankRequest, SparseVec, Store, StoredPoint
 
 HIT_FIELDS = (
@@ -60,6 +62,7 @@ class SearchOptions:
     neighbour_decay: float = fusion.DEFAULT_NEIGHBOUR_DECAY  # to the drawer before a hit
     neighbour_forward: float = fusion.DEFAULT_NEIGHBOUR_FORWARD  # to the drawer after a hit
     question_forward: float = fusion.DEFAULT_QUESTION_FORWARD  # to the drawer after a hit that asks something
+    when_boost: float = answers.DEFAULT_WHEN_BOOST  # a query asking when: to drawers that say when, in-session
     session_weight: float = fusion.DEFAULT_SESSION_WEIGHT
     session_top: int = fusion.DEFAULT_SESSION_TOP
     dedup_threshold: float = fusion.DEFAULT_DEDUP_THRESHOLD
@@ -108,6 +111,9 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
             ranked, adjacent, opts.neighbour_decay, forward_decay=opts.neighbour_forward,
             questions=asks, question_forward=opts.question_forward,
         )
+    if opts.when_boost > 0 and answers.asks_when(query):
+        ranked = answers.when_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()},
+                                    {i: pos[0] for i, pos in positions.items()}, query, opts.when_boost)
     if opts.speaker_boost > 0:  # off by default: it fails the fold check (bench/RESEARCH_locomo.md)
         ranked = speakers.speaker_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()}, query,
                                       opts.speaker_boost)

@@ -11,6 +11,7 @@ import pytest
 
 from mempald.search import fusion as f
 from mempald.search import speakers
+from mempald.search.answers import asks_when, session_capped_boost, tells_when
 from mempald.search.fusion import (
     Candidate,
     dedup,
@@ -178,6 +179,59 @@ def test_temporal_boost_is_soft() -> None:
         ranked, ts, (datetime(2023, 6, 1), datetime(2023, 6, 28)), 0.3, timedelta(days=7)
     )
     assert dict(widened)["out"] == pytest.approx(1.3)
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When did Caroline go to the support group?", True),
+        ("when was the migration merged", True),
+        ("So when did we switch to uv?", True),
+        ("What year did John start surfing?", True),
+        ("How long ago did the outage happen?", True),
+        ("What did Melanie paint?", False),
+        ("Why did the build fail when the cache was cold?", False),  # "when" here is not the question
+        ("Where did she move?", False),
+    ],
+)
+def test_asks_when(query: str, asks: bool) -> None:
+    assert asks_when(query) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "tells"),
+    [
+        ("Caroline: I went to a LGBTQ support group yesterday", True),
+        ("We merged it last week, three days ago", True),
+        ("The plumber came on Tuesday", True),
+        ("It shipped on 3 May", True),
+        ("It shipped in May 2023", True),
+        ("Back in 2019 I lived in Lisbon", True),
+        ("We'll see each other this weekend", True),
+        ("I may go, if the march ends early", False),  # "may" and "march" alone are not dates
+        ("Melanie: a sunset painting, in 20 minutes", False),
+        ("port 8080 and 1024 workers", False),
+    ],
+)
+def test_tells_when(text: str, tells: bool) -> None:
+    assert tells_when(text) is tells
+
+
+def test_session_capped_boost_picks_the_drawer_not_the_session() -> None:
+    sessions: dict[str, Hashable] = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "b2": "B"}
+    ranked = [("a1", 1.0), ("b1", 0.9), ("a2", 0.6), ("x", 0.5), ("b2", 0.3), ("a3", 0.2)]
+    out = dict(session_capped_boost(ranked, ["a2", "b2", "a3", "x"], sessions, 0.5))
+    assert out["a2"] == pytest.approx(0.9) and out["a3"] == pytest.approx(0.3)  # lifted by half
+    assert out["b2"] == pytest.approx(0.45)
+    assert out["x"] == 0.5  # no session: left as it is
+    assert out["a1"] == 1.0 and out["b1"] == 0.9
+    strong = session_capped_boost(ranked, ["a2", "b2"], sessions, 10.0)
+    assert dict(strong)["a2"] == 1.0 and dict(strong)["b2"] == 0.9  # up to its session's best, never past it
+    best = {}
+    for key, score in strong:
+        best.setdefault(sessions.get(key, key), score)
+    assert list(best) == ["A", "B", "x"]  # the sessions' order by their best drawer is unchanged
+    assert session_capped_boost(ranked, ["a2"], sessions, 0.0) == ranked
 
 
 def test_default_pipeline_on_a_tiny_conversation() -> None:

@@ -125,6 +125,20 @@ def test_date_words_boost_the_matching_session(corpus: tuple[EdgeStore, Bm25Enco
     assert strong[0].startswith("s2:")  # a stronger boost puts the June session first
 
 
+def test_a_when_question_prefers_the_drawer_that_says_when(corpus: tuple[EdgeStore, Bm25Encoder]) -> None:
+    # s3:1 ("Will she stay with you?") matches the question's words best; s3:0 says when ("in August").
+    q = "When will Ann's sister stay with her?"
+    plain = search(corpus, q, limit=6, when_boost=0)
+    assert plain[0] == "s3:1"
+    boosted = search(corpus, q, limit=6)
+    assert boosted[0] == "s3:0"
+    # within its session only: the sessions come in the same order
+    assert list(dict.fromkeys(k[:2] for k in boosted)) == list(dict.fromkeys(k[:2] for k in plain))[:2]
+    # a question that does not ask when is not touched
+    assert search(corpus, "Will Ann's sister stay with her?", limit=6) == search(
+        corpus, "Will Ann's sister stay with her?", limit=6, when_boost=0)
+
+
 def test_tail_is_spread_over_sessions(corpus: tuple[EdgeStore, Bm25Encoder]) -> None:
     keys = search(corpus, "Ann Bob", limit=11, spread_after=2)
     tail_sessions = [k.split(":")[0] for k in keys[2:]]
