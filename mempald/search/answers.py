@@ -30,15 +30,16 @@ _ASKS_WHEN = re.compile(
     r"|\bwhat\s+(?:date|day|year|month|time)\b|\bhow\s+long\s+ago\b|\bsince\s+when\b",
     re.I,
 )
-_MONTH_ABBR = r"jan|feb|mar|apr|may|jun|jul|aug|sept?|oct|nov|dec"
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _TELLS_WHEN = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|weekend"
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
     r"|(?:last|next|this|past|coming|previous)\s+(?:night|week|month|year|summer|winter|spring|fall|autumn"
     r"|morning|evening|afternoon|time)"
     r"|january|february|april|june|july|august|september|october|november|december"  # not "may", "march"
-    rf"|(?:{_MONTH_ABBR})\.?\s+\d{{1,2}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH_ABBR})"
-    r"|(?:19|20)\d\d)\b",
+    rf"|{_MONTH}\.?,?\s+(?:\d{{1,2}}|(?:19|20)\d\d)|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
+    r"|(?:in|since|during|from|until|till|by|of|early|late|mid)[\s-]+(?:19|20)\d\d)\b",  # a year, not a port
     re.I,
 )
 
@@ -50,7 +51,8 @@ def asks_when(query: str) -> bool:
 
 def tells_when(text: str) -> bool:
     """Whether a text says when something happened: a relative time word ("yesterday", "last week", "three days
-    ago", "on Friday"), a month with or without its day, or a year.  English only, like the dense model."""
+    ago", "on Friday"), a month with or without its day, or a year after "in", "since", "by" ... (a bare
+    number like ``2048`` is not one).  English only, like the dense model."""
     return _TELLS_WHEN.search(text) is not None
 
 

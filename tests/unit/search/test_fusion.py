@@ -210,7 +210,8 @@ def test_asks_when(query: str, asks: bool) -> None:
         ("We'll see each other this weekend", True),
         ("I may go, if the march ends early", False),  # "may" and "march" alone are not dates
         ("Melanie: a sunset painting, in 20 minutes", False),
-        ("port 8080 and 1024 workers", False),
+        ("port 8080 and 1024 workers, a 2048-token window", False),
+        ("Maybe 20 people came", False),
     ],
 )
 def test_tells_when(text: str, tells: bool) -> None:
