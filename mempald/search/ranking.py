@@ -113,7 +113,7 @@ def rank(store: Store, request: RankRequest) -> list[dict[str, Any]]:
         )
     if opts.when_boost > 0 and answers.asks_when(query):
         ranked = answers.when_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()},
-                                    {i: pos[0] for i, pos in positions.items()}, query, opts.when_boost)
+                                    {i: pos[0] for i, pos in positions.items()}, query, opts.when_boost, reach=limit)
     if opts.speaker_boost > 0:  # off by default: it fails the fold check (bench/RESEARCH_locomo.md)
         ranked = speakers.speaker_boost(ranked, {i: str(p.get("text", "")) for i, p in payloads.items()}, query,
                                       opts.speaker_boost)

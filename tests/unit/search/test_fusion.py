@@ -11,7 +11,7 @@ import pytest
 
 from mempald.search import fusion as f
 from mempald.search import speakers
-from mempald.search.answers import asks_when, session_capped_boost, tells_when
+from mempald.search.answers import asks_when, session_capped_boost, tells_when, when_boost
 from mempald.search.fusion import (
     Candidate,
     dedup,
@@ -233,6 +233,19 @@ def test_session_capped_boost_picks_the_drawer_not_the_session() -> None:
         best.setdefault(sessions.get(key, key), score)
     assert list(best) == ["A", "B", "x"]  # the sessions' order by their best drawer is unchanged
     assert session_capped_boost(ranked, ["a2"], sessions, 0.0) == ranked
+
+
+def test_when_boost_reads_only_what_could_reach_the_first_hits() -> None:
+    texts = {"a1": "we talked about the boiler", "a2": "the plumber came yesterday", "b1": "boiler parts",
+             "b2": "fixed it last week", "b3": "on Friday, after lunch"}
+    sessions: dict[str, Hashable] = {k: k[0] for k in texts}
+    ranked = [("a1", 1.0), ("b1", 0.9), ("a2", 0.8), ("b2", 0.5), ("b3", 0.2)]
+    out = dict(when_boost(ranked, texts, sessions, "When was the boiler fixed?", 0.5))
+    assert out["a2"] == pytest.approx(1.0) and out["b2"] == pytest.approx(0.75) and out["b3"] == pytest.approx(0.3)
+    # with reach 2, b3 (0.2 * 1.5 < 0.9, the second score) cannot reach the first two and is not read
+    near = dict(when_boost(ranked, texts, sessions, "When was the boiler fixed?", 0.5, reach=2))
+    assert near["a2"] == pytest.approx(1.0) and near["b3"] == 0.2
+    assert when_boost(ranked, texts, sessions, "Was the boiler fixed?", 0.5) == ranked  # not a when-question
 
 
 def test_default_pipeline_on_a_tiny_conversation() -> None:
