@@ -16,6 +16,7 @@ import re
 from collections.abc import Hashable, Iterable, Mapping
 
 from mempald.search.fusion import Ranked, best_first
+from mempald.search.temporal import MONTH_RE
 
 DEFAULT_WHEN_BOOST = 0.5
 """For a query that asks *when*, the relative lift of a drawer that says when (:func:`tells_when`), within its
@@ -30,8 +31,6 @@ _ASKS_WHEN = re.compile(
     r"|\bwhat\s+(?:date|day|year|month|time)\b|\bhow\s+long\s+ago\b|\bsince\s+when\b",
     re.I,
 )
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?"
-          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 # Words that say when on their own: "yesterday", "three days ago", "on Friday", "in August" ("may" and "march"
 # need a day or a year beside them: they are words too).
 _WHEN_WORDS = frozenset([
@@ -49,7 +48,7 @@ _WORD = re.compile(r"[a-z]+|\d+")
 _TELLS_WHEN = re.compile(
     r"\b(?:(?:last|next|this|past|coming|previous)\s+(?:night|week|month|year|summer|winter|spring|fall|autumn"
     r"|morning|evening|afternoon|time)"
-    rf"|{_MONTH}\.?,?\s+(?:\d{{1,2}}|(?:19|20)\d\d)|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
+    rf"|{MONTH_RE}\.?,?\s+(?:\d{{1,2}}|(?:19|20)\d\d)|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH_RE}"
     r"|(?:in|since|during|from|until|till|by|of|early|late|mid)[\s-]+(?:19|20)\d\d)\b",  # a year, not a port
 )
 

@@ -32,15 +32,15 @@ _MONTHS = {
 }
 _MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
-_MONTH_RE = (
+MONTH_RE = (
     r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _DAY_MONTH_YEAR = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_RE}\.?,?\s+(\d{{4}})\b", re.I
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH_RE}\.?,?\s+(\d{{4}})\b", re.I
 )
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
-_MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{MONTH_RE}\.?,?\s+(\d{{4}})\b", re.I)
 _YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d\d)\b", re.I)
 _RELATIVE: dict[str, tuple[int, int]] = {
     # phrase -> (days back to window start, days back to window end)
