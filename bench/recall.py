@@ -54,19 +54,30 @@ import locomo  # noqa: E402
 
 from mempald.config import parse_settings  # noqa: E402
 from mempald.embed.embedder import Embedder  # noqa: E402
-from mempald.features.recall import PromptContext, compose, select_memories  # noqa: E402
+from mempald.features.recall import (  # noqa: E402
+    PromptContext,
+    compose,
+    merge_scopes,
+    select_memories,
+)
 from mempald.ingest.queues import BACKFILL  # noqa: E402
 from mempald.runtime.root import Backends, Daemon  # noqa: E402
 from mempald.search import fusion, ranking  # noqa: E402
 from mempald.state.db import State  # noqa: E402
+from mempald.store.base import Filters  # noqa: E402
 from mempald.store.edge import EdgeStore  # noqa: E402
 
 FIXTURES = REPO.parent / "shared" / "fixtures" / "formats"
 CODING = REPO / "bench" / "recall_coding.json"
 SWEEP = (0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MAX_TOKENS = 600  # hooks.recall_max_tokens
+DEFAULTS = parse_settings({}, env={})
+BEYOND_SWEEP = (0.13, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 2.0)  # 2.0: never beyond the project
 FIXTURE_VERSION = 1  # bump when the coding store must be rebuilt (ingest changes)
 MARKER = "recall-fixtures.json"
+
+
+FRESH = "a-new-project"  # the wing of a folder with no memory (cross-project prompts are asked from it)
 
 
 @dataclass
@@ -76,7 +87,8 @@ class Prompt:
     text: str
     half: int  # 0 or 1
     evidence: set[tuple[str, str]] = field(default_factory=set)  # (file suffix or "", exchange key or prefix)
-    hits: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[dict[str, Any]] = field(default_factory=list)  # the search of its own wing (empty: no memory)
+    beyond: list[dict[str, Any]] = field(default_factory=list)  # the search of every wing
 
     @property
     def answerable(self) -> bool:
@@ -149,6 +161,26 @@ def coding_prompts(data: Path) -> list[Prompt]:
     return out
 
 
+def cross_prompts(data: Path) -> dict[str, list[Prompt]]:
+    """The coding prompts asked away from their project. ``fresh``: from a folder with no memory (every answerable
+    prompt, and the near misses: the fixtures' vocabulary, nothing that answers). ``other``: from another project
+    that has memory (each answerable prompt in the next wing, the near misses in the projects in turn). The halves
+    are the answerable prompts' own (by their project) and the near misses' alternately."""
+    raw = json.loads(data.read_text())
+    wings = sorted({p["wing"] for p in raw["answerable"]} | {p["wing"] for p in raw["unrelated"]})
+    half = {w: i % 2 for i, w in enumerate(wings)}
+    nxt = {w: wings[(i + 1) % len(wings)] for i, w in enumerate(wings)}
+    near = raw.get("near_miss", [])
+    fresh = [Prompt(f"{p['id']}@fresh", FRESH, p["prompt"], half[p["wing"]],
+                    {(e["file"], e["exchange"]) for e in p["evidence"]}) for p in raw["answerable"]]
+    fresh += [Prompt(f"{p['id']}@fresh", FRESH, p["prompt"], n % 2) for n, p in enumerate(near)]
+    other = [Prompt(f"{p['id']}@{nxt[p['wing']]}", nxt[p["wing"]], p["prompt"], half[p["wing"]],
+                    {(e["file"], e["exchange"]) for e in p["evidence"]}) for p in raw["answerable"]]
+    other += [Prompt(f"{p['id']}@{wings[n % len(wings)]}", wings[n % len(wings)], p["prompt"], n % 2)
+              for n, p in enumerate(near)]
+    return {"fresh": fresh, "other": other}
+
+
 def locomo_prompts(samples: list[locomo.Sample], limit: int | None) -> list[Prompt]:
     out: list[Prompt] = []
     for i, s in enumerate(samples):
@@ -163,13 +195,23 @@ def locomo_prompts(samples: list[locomo.Sample], limit: int | None) -> list[Prom
 
 
 async def search_all(daemon: Daemon, prompts: list[Prompt], overrides: Sequence[str] = ()) -> None:
+    """Each prompt's two searches as recall makes them: its own wing (none when that wing holds no drawers) and
+    every wing."""
     ctx = PromptContext(daemon.settings, daemon.searcher, daemon.inbox, daemon.embedder, daemon.store)
+    held: dict[str, bool] = {}
     for p in prompts:
-        req = ctx.request(p.text, p.wing, 0.0)
-        if overrides:
-            req = replace(req, options=replace(req.options, **{
-                k: type(getattr(req.options, k))(float(v)) for k, _, v in (o.partition("=") for o in overrides)}))
-        p.hits = await daemon.searcher.search(req)
+        if p.wing not in held:
+            held[p.wing] = await daemon.store.count(Filters(wing=(p.wing,))) > 0
+        for wing in ((p.wing, None) if held[p.wing] else (None,)):
+            req = ctx.request(p.text, wing, 0.0)
+            if overrides:
+                req = replace(req, options=replace(req.options, **{
+                    k: type(getattr(req.options, k))(float(v)) for k, _, v in (o.partition("=") for o in overrides)}))
+            hits = await daemon.searcher.search(req)
+            if wing is None:
+                p.beyond = hits
+            else:
+                p.hits = hits
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -186,9 +228,14 @@ def rescored(hits: list[dict[str, Any]], weights: Sequence[float] | None) -> lis
     return out
 
 
-def outcome(p: Prompt, floor: float, count_tokens: Any, weights: Sequence[float] | None) -> tuple[bool, int]:
-    """What recall would inject for ``p`` at ``floor``: (answered or, unanswerable, anything injected; tokens)."""
-    chosen = select_memories(rescored(p.hits, weights), floor, None)
+def outcome(p: Prompt, floor: float, count_tokens: Any, weights: Sequence[float] | None,
+            beyond: float | None = None) -> tuple[bool, int]:
+    """What recall would inject for ``p`` at ``floor`` (and ``beyond``, the floor of memories of other wings;
+    None: the default): (answered or, unanswerable, anything injected; tokens)."""
+    beyond = DEFAULTS.hooks.recall_beyond_threshold if beyond is None else beyond
+    candidates = merge_scopes(rescored(p.hits, weights), rescored(p.beyond, weights), p.wing if p.hits else None)
+    chosen = select_memories(candidates, floor, None, beyond_threshold=beyond,
+                             wing=p.wing if p.hits else None)
     text, kept = compose((), 0, chosen, 9000, MAX_TOKENS, count_tokens)
     tokens = count_tokens(text) if kept else 0
     return (any(p.holds(h) for h in kept) if p.answerable else bool(kept)), tokens
@@ -208,12 +255,12 @@ def summarise(rows: list[tuple[Prompt, bool, int]]) -> dict[str, Any]:
 
 
 def sweep(sets: dict[str, list[Prompt]], count_tokens: Any, weights: Sequence[float] | None,
-          floors: Sequence[float]) -> dict[str, Any]:
+          floors: Sequence[float], beyond: float | None = None) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for floor in floors:
         row: dict[str, Any] = {}
         for name, prompts in sets.items():
-            done = [(p, *outcome(p, floor, count_tokens, weights)) for p in prompts]
+            done = [(p, *outcome(p, floor, count_tokens, weights, beyond)) for p in prompts]
             row[name] = summarise(done)
             for h in (0, 1):
                 row[f"{name}/half{h}"] = summarise([d for d in done if d[0].half == h])
@@ -263,9 +310,16 @@ def fit(sets: dict[str, list[Prompt]], count_tokens: Any, floors: Sequence[float
     return {"tried": [{k: v for k, v in t.items() if k != "sweep"} for t in tried], "best": best}
 
 
-def table(res: dict[str, Any], names: Sequence[str]) -> str:
+def beyond_sweep(sets: dict[str, list[Prompt]], count_tokens: Any, floor: float) -> dict[str, Any]:
+    """The floor for memories of other projects swept at the default floor (rows keyed by that floor)."""
+    rows = {f"{b:g}": sweep(sets, count_tokens, None, [floor], b)["rows"][f"{floor:g}"] for b in BEYOND_SWEEP}
+    best = max(rows, key=lambda b: (rows[b]["worst_half_gain"], -float(b)))
+    return {"rows": rows, "best_floor": float(best)}
+
+
+def table(res: dict[str, Any], names: Sequence[str], label: str = "floor") -> str:
     cols = [n for name in names for n in (name, f"{name}/half0", f"{name}/half1")]
-    lines = ["floor  " + "".join(f"{c:>34}" for c in cols) + "   worst-half gain",
+    lines = [f"{label:<7}" + "".join(f"{c:>34}" for c in cols) + "   worst-half gain",
              "       " + "".join(f"{'answered  false  tokens(a/u)':>34}" for _ in cols)]
     for floor, row in res["rows"].items():
         cells = "".join(f"{row[c]['answered']:>12.3f}{row[c]['false']:>7.3f}"
@@ -280,11 +334,14 @@ def loaded(args: argparse.Namespace) -> tuple[dict[str, list[Prompt]], Any]:
     sets: dict[str, list[Prompt]] = {}
     if "coding" in saved:
         sets["coding"] = coding_prompts(args.prompts)
+        for name, prompts in cross_prompts(args.prompts).items():
+            if name in saved:
+                sets[name] = prompts
     if "locomo" in saved:
         sets["locomo"] = locomo_prompts(locomo.load(args.locomo), args.limit)
     for name, prompts in sets.items():
         for p in prompts:
-            p.hits = saved[name][p.pid]
+            p.hits, p.beyond = saved[name][p.pid]
     embedder = Embedder(models_dir=Path(tempfile.gettempdir()) / "mempal-recall-models")
     return sets, functools.lru_cache(maxsize=500_000)(embedder.count_tokens)
 
@@ -301,9 +358,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             temp.append(work)
         daemon, store, state = await coding_daemon(work, args.threads)
         try:
-            prompts = coding_prompts(args.prompts)
-            await search_all(daemon, prompts, args.option or ())
-            sets["coding"] = prompts
+            sets["coding"] = coding_prompts(args.prompts)
+            sets.update(cross_prompts(args.prompts))
+            for name in ("coding", "fresh", "other"):
+                await search_all(daemon, sets[name], args.option or ())
             count_tokens = functools.lru_cache(maxsize=500_000)(daemon.embedder.count_tokens)
         finally:
             store.close()
@@ -332,14 +390,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             state.close()
     for t in temp:
         shutil.rmtree(t, ignore_errors=True)
-    out: dict[str, Any] = {"weights": list(fusion.RELEVANCE_WEIGHTS), "default_floor": args.default_floor}
+    out: dict[str, Any] = {"weights": list(fusion.RELEVANCE_WEIGHTS), "default_floor": args.default_floor,
+                           "default_beyond": args.default_beyond}
     if args.save_hits:
-        out["hits"] = {name: {p.pid: p.hits for p in prompts} for name, prompts in sets.items()}
+        out["hits"] = {name: {p.pid: (p.hits, p.beyond) for p in prompts} for name, prompts in sets.items()}
     floors = sorted({*SWEEP, args.default_floor})
-    out["sweep"] = sweep(sets, count_tokens, None, floors)
-    print(f"relevance weights {tuple(fusion.RELEVANCE_WEIGHTS)}; default floor {args.default_floor:g}")
+    out["sweep"] = sweep(sets, count_tokens, None, floors, args.default_beyond)
+    print(f"relevance weights {tuple(fusion.RELEVANCE_WEIGHTS)}; default floor {args.default_floor:g}, "
+          f"beyond the project {args.default_beyond:g}")
     print(table(out["sweep"], list(sets)))
     print(f"best worst-half gain at floor {out['sweep']['best_floor']:g}")
+    out["beyond"] = beyond_sweep(sets, count_tokens, args.default_floor)
+    print(f"\nthe floor beyond the project (floor {args.default_floor:g} in it):")
+    print(table(out["beyond"], list(sets), label="beyond"))
+    print(f"best worst-half gain beyond the project at {out['beyond']['best_floor']:g}")
     if args.fit:
         fitted = fit(sets, count_tokens, floors)
         out["fitted"] = fitted
@@ -361,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions of each conversation")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--default-floor", type=float, default=None, help="(default: hooks.recall_threshold)")
+    ap.add_argument("--default-beyond", type=float, default=None, help="(default: hooks.recall_beyond_threshold)")
     ap.add_argument("--option", action="append", metavar="OPTION=VALUE",
                     help="override an option of recall's search (research; e.g. --option neighbour_decay=0.8)")
     ap.add_argument("--fit", action="store_true", help="also fit the relevance weights on these prompts")
@@ -369,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load-hits", type=Path, default=None, help="sweep (and fit) the candidates of --save-hits")
     args = ap.parse_args(argv)
     if args.default_floor is None:
-        args.default_floor = parse_settings({}, env={}).hooks.recall_threshold
+        args.default_floor = DEFAULTS.hooks.recall_threshold
+    if args.default_beyond is None:
+        args.default_beyond = DEFAULTS.hooks.recall_beyond_threshold
     if args.set in ("coding", "both") and not FIXTURES.is_dir():
         print(f"no format fixtures at {FIXTURES}", file=sys.stderr)
         return 2

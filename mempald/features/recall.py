@@ -1,13 +1,15 @@
 """Prompt-time recall (the UserPromptSubmit hook): the few memories relevant to a prompt, and this agent's cowork
 inbox, composed into one context text within a character and token budget.
 
-What gets injected: the hits of one search over the project of the session's cwd (every wing when that project
-has no drawers yet) whose calibrated relevance (``mempald.search.fusion.relevance``: the estimated probability
-that the drawer bears on the prompt, from dense similarity and keyword evidence together) reaches the floor
-``hooks.recall_threshold``. Among those, exchanges that hold an answer come before ones that only ask the question; the
-session's own drawers are never recalled (they are in its context, or in its compaction summary), and no
-exchange is injected twice in one session (the daemon remembers what it showed each session, in memory only,
-for as long as the session is active).
+What gets injected: the hits of a search over the project of the session's cwd whose calibrated relevance
+(``mempald.search.fusion.relevance``: the estimated probability that the drawer bears on the prompt, from dense
+similarity and keyword evidence together) reaches the floor ``hooks.recall_threshold``, then those of a search over
+every wing that belong to other projects and reach the higher floor ``hooks.recall_beyond_threshold`` (a folder
+with no memory yet has only those: an exact error string met in another project is exactly when that project's
+memory helps, while the same vocabulary alone is not enough). Among those, exchanges that hold an answer come
+before ones that only ask the question, and the project's own before any other's; the session's own drawers are
+never recalled (they are in its context, or in its compaction summary), and no exchange is injected twice in one
+session (the daemon remembers what it showed each session, in memory only, for as long as the session is active).
 """
 
 from __future__ import annotations
@@ -62,9 +64,25 @@ def exchange_of(h: dict[str, Any]) -> tuple[Any, Any]:
     return (h.get("source_path"), h.get("exchange_key") or h.get("drawer_id"))
 
 
+def merge_scopes(own: list[dict[str, Any]], every: list[dict[str, Any]], wing: str | None) -> list[dict[str, Any]]:
+    """The candidates of recall's two searches: those of the project's own wing (none: ``wing`` is None, a folder
+    with no memory), then those of the search of every wing that belong to other wings (not a text the project's
+    own hits hold already: the same memory saved in two wings is shown once)."""
+    if wing is None:
+        return every
+    seen = {h.get("drawer_id") for h in own}
+    texts = {h.get("text") for h in own}
+    return own + [h for h in every
+                  if h.get("wing") != wing and h.get("drawer_id") not in seen and h.get("text") not in texts]
+
+
 def select_memories(hits: list[dict[str, Any]], threshold: float, exclude_session: str | None,
-                    shown: set[tuple[Any, Any]] | frozenset[tuple[Any, Any]] = frozenset()) -> list[dict[str, Any]]:
+                    shown: set[tuple[Any, Any]] | frozenset[tuple[Any, Any]] = frozenset(), *,
+                    wing: str | None = None, beyond_threshold: float | None = None) -> list[dict[str, Any]]:
     """Hits whose calibrated ``relevance`` is at least ``threshold``, one per exchange, best first.
+
+    With ``beyond_threshold``, a hit outside ``wing`` (every hit when ``wing`` is None) needs that relevance
+    instead, and comes after the hits of ``wing``: the project's own memory first.
 
     The fused ``score`` of search is min-max normalised (its top hit is always near 1), so it cannot say
     whether anything is relevant at all; ``relevance`` can (it is comparable across queries), and it decides
@@ -75,7 +93,8 @@ def select_memories(hits: list[dict[str, Any]], threshold: float, exclude_sessio
     best: dict[tuple[Any, Any], tuple[float, dict[str, Any]]] = {}
     for h in hits:
         rel = h.get("relevance")
-        if rel is None or rel < threshold:
+        beyond = beyond_threshold is not None and (wing is None or h.get("wing") != wing)
+        if rel is None or rel < (beyond_threshold if beyond and beyond_threshold is not None else threshold):
             continue
         if exclude_session and h.get("session_id") == exclude_session:
             continue  # already in the agent's context
@@ -85,6 +104,7 @@ def select_memories(hits: list[dict[str, Any]], threshold: float, exclude_sessio
         if key in shown:
             continue
         order = float(h.get("score") or 0.0) * (1.0 - QUESTION_ONLY_PENALTY * only_asks(str(h.get("text", ""))))
+        order -= 2.0 * beyond  # fused scores lie in [0, 2): every memory of the project before any other's
         if key not in best or order > best[key][0]:
             best[key] = (order, h)
     return [h for _, h in sorted(best.values(), key=lambda oh: (-oh[0], str(oh[1].get("drawer_id"))))]
@@ -203,7 +223,7 @@ class PromptContext:
         self._wings: dict[str, tuple[float, bool]] = {}
 
     async def scope(self, cwd: str | None) -> str | None:
-        """The wing recall searches: the project of ``cwd`` when it holds drawers, else None (every wing)."""
+        """The project of ``cwd`` when it holds drawers, else None (a folder with no memory yet)."""
         wing = wing_from_cwd(cwd, default="") if cwd else ""
         if not wing:
             return None
@@ -235,6 +255,7 @@ class PromptContext:
         hooks = settings.hooks
         threshold = hooks.recall_threshold if threshold is None else threshold
         max_tokens = hooks.recall_max_tokens if max_tokens is None else max_tokens
+        beyond = hooks.recall_beyond_threshold
         started = time.perf_counter()
         candidates: list[dict[str, Any]] = []
         searched = False
@@ -242,9 +263,15 @@ class PromptContext:
         if hooks.recall and max_tokens > 0 and worth_recalling(prompt):
             with anyio.move_on_after(budget_ms / 1000.0):
                 scope = wing or await self.scope(cwd)
-                candidates = await self.searcher.search(self.request(prompt, scope, threshold))
+                reqs = [self.request(prompt, scope, threshold)] if scope else []
+                if beyond <= 1.0:
+                    reqs.append(self.request(prompt, None, min(threshold, beyond)))
+                found = await self.searcher.search_each(reqs) if reqs else []
+                own = found.pop(0) if scope else []
+                candidates = merge_scopes(own, found[0] if found else [], scope)
                 searched = True
-        memories = select_memories(candidates, threshold, session_id, self.memory.shown(session_id))
+        memories = select_memories(candidates, threshold, session_id, self.memory.shown(session_id),
+                                   wing=scope, beyond_threshold=beyond)
 
         # Drain last, so a slow search can never cost a message.
         def take() -> Drained:

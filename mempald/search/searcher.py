@@ -34,12 +34,21 @@ class Searcher:
         self.limiter = anyio.CapacityLimiter(2)
 
     async def search(self, req: SearchRequest) -> list[dict[str, Any]]:
-        query = req.query.strip()
+        return (await self.search_each([req]))[0]
+
+    async def search_each(self, reqs: list[SearchRequest]) -> list[list[dict[str, Any]]]:
+        """Several searches of one query (other filters or options): the query is embedded once."""
+        query = reqs[0].query.strip() if reqs else ""
         if not query:
-            return []
-        dense_vec = await anyio.to_thread.run_sync(self.embedder.embed_query, query, limiter=self.limiter)
-        opts = req.options
-        now = (req.now or datetime.now(UTC)).timestamp()
-        request = RankRequest(dense_vec.tolist(), self.bm25.query(query), query, req.filters,
-                              max(opts.candidates, req.limit), req.limit, opts, now)
-        return await self.store.rank(request)
+            return [[] for _ in reqs]
+        if any(r.query.strip() != query for r in reqs):
+            raise ValueError("search_each: every request must have the same query")
+        dense_vec = (await anyio.to_thread.run_sync(self.embedder.embed_query, query, limiter=self.limiter)).tolist()
+        sparse = self.bm25.query(query)
+        out = []
+        for req in reqs:
+            opts = req.options
+            now = (req.now or datetime.now(UTC)).timestamp()
+            out.append(await self.store.rank(RankRequest(dense_vec, sparse, query, req.filters,
+                                                         max(opts.candidates, req.limit), req.limit, opts, now)))
+        return out

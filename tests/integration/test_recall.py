@@ -72,3 +72,37 @@ def test_recall_is_hybrid_scoped_and_never_repeats_and_search_has_a_floor(daemon
     out = cli(daemon, "search", "kubernetes ingress annotations for websockets", "--wing", "chartkit",
               "--min-score", "0")
     assert out.returncode == 0 and "drawer " in out.stdout
+
+
+@pytest.mark.timeout(240)
+def test_recall_looks_beyond_the_project_only_for_strong_evidence(daemon: Daemon) -> None:
+    """An exact error met in another project is recalled from a folder with no memory and from a project that
+    has memory of its own (after that project's memories); the same vocabulary with nothing that answers is not."""
+    daemon.start()
+    fix = daemon.call("ingest", {"text": FIX, "wing": "chartkit"})["drawer_ids"][0]
+    daemon.call("ingest", {"text": OTHER, "wing": "chartkit"})
+    own = daemon.call("ingest", {"text": "> the docs build warns about a missing nav entry for the changelog\nWe added "
+                                         "changelog.md to the nav section of mkdocs.yml and the warning is gone.",
+                                 "wing": "docsite"})["drawer_ids"][0]
+    daemon.idle()
+    ask = "TypeError: d3.easeElastic.out is not a function"
+
+    def at(cwd: str, prompt: str, session: str) -> dict[str, Any]:
+        res: dict[str, Any] = daemon.call("prompt_context", {"prompt": prompt, "cwd": cwd, "session_id": session},
+                                          timeout=30)
+        return res
+
+    fresh = at("/home/dana/projects/brand-new", ask, "f1")
+    assert fresh["wing"] is None and [m["drawer_id"] for m in fresh["memories"]] == [fix], fresh
+    assert all(m["relevance"] >= DEFAULTS.hooks.recall_beyond_threshold for m in fresh["memories"])
+    assert "d3.easeElasticOut" in fresh["text"] and "chartkit" in fresh["text"]
+
+    # from a project with memory: its own first, then the other project's exact match
+    mixed = at("/home/dana/projects/docsite", f"{ask} (and the mkdocs nav warning about the changelog)", "d1")
+    assert mixed["wing"] == "docsite" and [m["drawer_id"] for m in mixed["memories"]][:2] == [own, fix], mixed
+
+    # near misses: the same libraries and words, nothing that answers
+    for prompt in ("draw a d3 force-directed graph of the package dependencies in svelte",
+                   "publish the storybook to chromatic on every pull request"):
+        assert at("/home/dana/projects/brand-new", prompt, "f2")["text"] == "", prompt
+        assert at("/home/dana/projects/docsite", prompt, "d2")["memories"] == [], prompt
