@@ -6,7 +6,8 @@ by its path relative to the project (the given cwd and the file's git root), wit
 a relative path like ``README.md`` never pulls in another project's: as written, and joined to every other
 working directory the wing's sessions started in (the same project checked out elsewhere, or on another
 machine). The matching exchanges (the current session's own left out) are ranked by importance and recency,
-exact matches first on a tie, and the best few are written within a token budget.
+exact matches first on a tie, and the best few are written within a token budget; one whose lines are gone from
+the files it wrote says so and goes after the ones that still hold (``mempald.features.staleness``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import anyio.to_thread
 
 from mempald.embed.embedder import Embedder
+from mempald.features import staleness
 from mempald.features.disclosure import cut_tokens, date_of, title_of
 from mempald.features.viewer import SessionBrowser
 from mempald.normalize.wings import wing_from_cwd
@@ -32,6 +34,7 @@ HALF_LIFE_DAYS = 30.0
 RECENCY_WEIGHT = 3.0  # a fresh exchange counts like three importance points; a month-old one like 1.5
 GIT_LEVELS = 40
 MAX_ROOTS = 64  # other working directories of the wing a relative path is joined to
+STALE_BUDGET_S = 0.25  # the check of the shown memories against their files; past it they are shown unchecked
 
 
 def git_root(path: str) -> str | None:
@@ -84,6 +87,7 @@ class FileGate:
         self.store = store
         self.embedder = embedder
         self.sessions = sessions
+        self.files = staleness.FileLines()
 
     async def _elsewhere(self, wing: str, rels: list[str], absolute: str) -> tuple[str, ...]:
         """``rels`` as written and joined to the other working directories of ``wing``'s sessions."""
@@ -121,6 +125,10 @@ class FileGate:
         if not chosen:
             return {"path": absolute, "relative": rels, "wing": wing, "text": "", "drawers": [], "matched": 0,
                     "tokens": 0}
+        stale: dict[str, str] = {}
+        with anyio.move_on_after(STALE_BUDGET_S):
+            stale = await anyio.to_thread.run_sync(self._stale, chosen, abandon_on_cancel=True)
+        chosen = [pt for pt in chosen if pt.id not in stale] + [pt for pt in chosen if pt.id in stale]
 
         def compose() -> tuple[str, int, int]:
             head = (f"mempal: what memory holds about {shown} ({len(best)} earlier exchange(s) touched it; the most "
@@ -131,7 +139,8 @@ class FileGate:
             for pt in chosen:
                 p = pt.payload
                 who = p.get("agent") or p.get("source_kind") or "?"
-                line = (f"- [drawer {pt.id}] {date_of(p)} · {p.get('wing', '?')}/{p.get('room', '?')} · {who}: "
+                note = f" ({stale[pt.id]})" if pt.id in stale else ""
+                line = (f"- [drawer {pt.id}] {date_of(p)} · {p.get('wing', '?')}/{p.get('room', '?')} · {who}{note}: "
                         f"{title_of(p)}\n  " + excerpt_of(str(p.get("text") or ""), name).replace("\n", "\n  "))
                 parts.append(cut_tokens(self.embedder, line, each))
             text = "\n".join(parts)
@@ -147,4 +156,13 @@ class FileGate:
 
         text, tokens, kept = await anyio.to_thread.run_sync(compose)
         return {"path": absolute, "relative": rels, "wing": wing, "text": text,
-                "drawers": [pt.id for pt in chosen[:kept]], "matched": len(best), "tokens": tokens}
+                "drawers": [pt.id for pt in chosen[:kept]], "matched": len(best), "tokens": tokens,
+                "stale": {i: c for i, c in stale.items() if i in {pt.id for pt in chosen[:kept]}}}
+
+    def _stale(self, points: list[Any]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for pt in points:
+            clause = staleness.out_of_date(pt.payload, self.files)
+            if clause:
+                out[pt.id] = clause
+        return out

@@ -27,6 +27,7 @@ import anyio.to_thread
 from mempal.methods.vocab import AGENTS
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
+from mempald.features import staleness
 from mempald.features.cowork import CoworkInbox, Drained, Message
 from mempald.normalize.wings import wing_from_cwd
 from mempald.search.ranking import SearchOptions
@@ -42,6 +43,8 @@ QUESTION_ONLY_PENALTY = 0.3  # ordering: an exchange that only asks goes after t
 SESSION_MEMORY = 512  # sessions whose injected exchanges are remembered (least recently active dropped first)
 SESSION_IDLE_S = 12 * 3600  # ... and a session idle this long is forgotten
 WING_CHECK_S = 60.0  # how long "this project has drawers" is trusted
+STALE_CHECKED = 6  # the first memories checked against the files they wrote (more never fit the token budget)
+STALE_BUDGET_S = 0.25  # what the check may take; past it the memories are shown unchecked
 
 def worth_recalling(prompt: str) -> bool:
     """Slash commands and one-word replies ("yes", "go on") get no memories."""
@@ -129,6 +132,8 @@ def render_memory(h: dict[str, Any], text_chars: int) -> str:
     if h.get("agent") or h.get("source_kind"):
         meta.append(str(h.get("agent") or h.get("source_kind")))
     meta.append(f"relevance {float(h.get('relevance') or 0.0):.2f}")
+    if h.get("stale"):
+        meta.append(str(h["stale"]))
     lines = [f"[{' · '.join(meta)}]"]
     if h.get("source_path"):
         lines.append(f"source: {h['source_path']}")
@@ -220,7 +225,22 @@ class PromptContext:
         self.embedder = embedder
         self.store = store  # to tell whether the cwd's project has drawers (None: always search its wing)
         self.memory = SessionMemory()
+        self.files = staleness.FileLines()
         self._wings: dict[str, tuple[float, bool]] = {}
+
+    async def checked(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``memories`` checked against the files they wrote (``mempald.features.staleness``): the current ones
+        first; within ``STALE_BUDGET_S``, else as they were."""
+        if not memories or self.store is None:
+            return memories
+        head, rest = memories[:STALE_CHECKED], memories[STALE_CHECKED:]
+        store = self.store
+        with anyio.move_on_after(STALE_BUDGET_S):
+            points = await store.retrieve([str(h.get("drawer_id")) for h in head])
+            payloads = {p.id: p.payload for p in points}
+            marked = await anyio.to_thread.run_sync(staleness.mark, head, payloads, self.files, abandon_on_cancel=True)
+            return marked + rest
+        return memories
 
     async def scope(self, cwd: str | None) -> str | None:
         """The project of ``cwd`` when it holds drawers, else None (a folder with no memory yet)."""
@@ -272,6 +292,7 @@ class PromptContext:
                 searched = True
         memories = select_memories(candidates, threshold, session_id, self.memory.shown(session_id),
                                    wing=scope, beyond_threshold=beyond)
+        memories = await self.checked(memories)
 
         # Drain last, so a slow search can never cost a message.
         def take() -> Drained:
@@ -288,7 +309,7 @@ class PromptContext:
             "messages": [m.to_dict() for m in drained.messages],
             "remaining": drained.remaining,
             "memories": [{k: h.get(k) for k in ("drawer_id", "wing", "room", "source_path", "exchange_key",
-                                                 "timestamp", "relevance", "scores")} for h in kept],
+                                                 "timestamp", "relevance", "scores", "stale")} for h in kept],
             "threshold": threshold,
             "wing": scope,
             "searched": searched,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mempald.normalize import claude_code_text as text_of
+from mempald.normalize import quotes
 from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.format import Format, Input, Parsed, Probe
 from mempald.normalize.ledger import Ledger
@@ -90,6 +91,7 @@ class _Open:
     reply: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    quotes: dict[str, list[str]] = field(default_factory=dict)  # file -> digests of lines written into it
     seen: set[tuple[str, str]] = field(default_factory=set)
     command: bool = False
 
@@ -136,6 +138,8 @@ class _Reader:
             self.ledger.drop(cur.key, "empty exchange")
             return
         extra: tuple[tuple[str, str], ...] = (("subagent_type", cur.agent_type),) if cur.agent_type else ()
+        if cur.quotes:
+            extra += (("quotes", quotes.encode(cur.quotes)),)
         self.out.append(Exchange(
             source_kind=SOURCE_KIND, session_id=_s(rec.get("sessionId")) or self.ctx.session_id, key=cur.key,
             user=cur.user, assistant=assistant, timestamp=_s(rec.get("timestamp")) or None,
@@ -297,8 +301,14 @@ class _Reader:
         if not isinstance(tool_input, dict):
             return
         if name in FILE_TOOLS:
-            path = tool_input.get("file_path") or tool_input.get("notebook_path")
-            add_unique(cur.files, touched_path(path, _s(rec.get("cwd")) or None))
+            path = touched_path(tool_input.get("file_path") or tool_input.get("notebook_path"),
+                                _s(rec.get("cwd")) or None)
+            add_unique(cur.files, path)
+            edits = tool_input.get("edits")
+            written = [tool_input.get(k) for k in ("new_string", "content", "new_source")]
+            written += [e.get("new_string") for e in edits if isinstance(e, dict)] if isinstance(edits, list) else []
+            for text in written:
+                quotes.add(cur.quotes, path, text)
         elif name in AGENT_TOOLS and cur is self.main:
             call = _Pending(cur.key, _s(tool_input.get("prompt")).strip(), _s(tool_input.get("subagent_type")))
             self.pending[_s(block.get("id"))] = self.agent_calls[_s(block.get("id"))] = call

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mempald.normalize import codex_tools as tools
+from mempald.normalize import quotes
 from mempald.normalize.common import MAX_ARG as _MAX_ARG
 from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import one_line as _one_line
@@ -70,6 +71,7 @@ class _Open:
     refs: list[tuple[Ref, str]] = field(default_factory=list)  # records folded in: (ref, what)
     tools: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    quotes: dict[str, list[str]] = field(default_factory=dict)  # file -> digests of lines a patch added to it
     turn_cwd: bool = False
     first_ref: tuple[Ref, str] | None = None
 
@@ -128,6 +130,7 @@ class Reader:
             timestamp=cur.timestamp, cwd=cur.cwd, git_branch=cur.git_branch, agent=cur.agent,
             position=self.position, offset=cur.offset, kind=cur.kind, tools=tuple(cur.tools),
             files=tuple(cur.files), project=self.project or cur.cwd,
+            extra=(("quotes", quotes.encode(cur.quotes)),) if cur.quotes else (),
         ))
         self.position += 1
 
@@ -162,6 +165,13 @@ class Reader:
         self.current.parts.append(("tool", f"[tool: {name}] {arg}".rstrip(), ref))
         for f in files:
             add_unique(self.current.files, f)
+
+    def patched(self, patch: object) -> None:
+        """Note the lines an ``apply_patch`` body adds (see ``mempald.normalize.quotes``)."""
+        if self.current is None:
+            return
+        for name, added in quotes.patch_added(patch).items():
+            quotes.add(self.current.quotes, touched_path(name, self.here()), added)
 
     # records ---------------------------------------------------------------------------------------------
     def meta(self, p: dict[str, Any], ref: Ref) -> None:
@@ -259,6 +269,8 @@ class Reader:
             name = _str(p.get("name")) or "function"
             args = tools.decoded(p.get("arguments"))
             self.add_tool(ref, name, tools.args_summary(args), p.get("call_id"), tools.call_files(args, self.here()))
+            if isinstance(args, dict) and "*** Begin Patch" in (text := command_text(args.get("command"))):
+                self.patched(text)  # a shell heredoc into apply_patch
         elif ptype == "custom_tool_call":
             self.custom_call(ref, p)
         elif ptype == "local_shell_call":
@@ -289,6 +301,7 @@ class Reader:
         script = p.get("input")
         if name == "apply_patch":
             self.add_tool(ref, name, tools.patch_summary(script), p.get("call_id"), patch_files(script, self.here()))
+            self.patched(script)
             return
         calls = tools.code_mode_calls(script, self.here()) if name == "exec" else []
         if not calls:

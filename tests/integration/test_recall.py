@@ -1,11 +1,14 @@
 """Recall and the search floor through a real daemon: an exact error string already stored is recalled in its
 project, nothing is injected when nothing fits, no exchange twice in one session, and search answers "no
-memories match" below its relevance floor (``min_score`` / ``--min-score`` lowers it)."""
+memories match" below its relevance floor (``min_score`` / ``--min-score`` lowers it); another project's memory
+only on strong evidence; a memory whose written lines are gone from its file says so."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -106,3 +109,61 @@ def test_recall_looks_beyond_the_project_only_for_strong_evidence(daemon: Daemon
                    "publish the storybook to chromatic on every pull request"):
         assert at("/home/dana/projects/brand-new", prompt, "f2")["text"] == "", prompt
         assert at("/home/dana/projects/docsite", prompt, "d2")["memories"] == [], prompt
+
+
+THANOS = "claude_code/real2/projects/-Users-jeremy-Projects-Thanos/d4983b3a-ddde-4a22-9bff-98a04c19bfe7.jsonl"
+
+
+@pytest.mark.timeout(240)
+def test_a_memory_whose_written_lines_are_gone_says_so_and_ranks_below(daemon: Daemon, home: Path,
+                                                                      formats_dir: Path) -> None:
+    """A real Claude Code session (its paths moved into this test's home) wrote a SessionStart hook script and
+    settings.json; recall and the file gate show its memory as it is while the files hold what it wrote, then say
+    "may be out of date" once the script is rewritten (the order, current before stale: test_staleness.py)."""
+    src = formats_dir / THANOS
+    if not src.is_file():
+        pytest.skip(f"{src} is not in the shared fixtures")
+    data = src.read_bytes().replace(b"/Users/jeremy", str(home).encode())
+    written = {}
+    for line in data.splitlines():
+        rec = json.loads(line)
+        content = (rec.get("message") or {}).get("content")
+        for b in content if isinstance(content, list) else ():
+            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == "Write":
+                written[b["input"]["file_path"]] = b["input"]["content"]
+    assert len(written) == 2
+    for path, content in written.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(content)
+    (home / "Projects" / "Thanos").mkdir(parents=True)
+    folder = home / ".claude" / "projects" / f"-{str(home).strip('/').replace('/', '-')}-Projects-Thanos"
+    folder.mkdir(parents=True)
+    (folder / src.name).write_bytes(data)
+    daemon.start()
+    daemon.idle()
+    script = str(home / ".claude" / "hooks" / "life-os-status.sh")
+    cwd = str(home / "Projects" / "Thanos")
+    prompt = "what does life-os-status.sh print at session start, does it check the inbox for new items?"
+
+    def ask(session: str) -> dict[str, Any]:
+        res: dict[str, Any] = daemon.call("prompt_context", {"prompt": prompt, "cwd": cwd, "session_id": session,
+                                                             "max_tokens": 3000}, timeout=30)
+        return res
+
+    before = ask("s1")
+    wrote = [m for m in before["memories"] if m["exchange_key"].startswith("209397c4")]  # the Write's exchange
+    assert wrote and not any(m["stale"] for m in before["memories"]), before
+    assert "may be out of date" not in before["text"]
+    gate = daemon.call("file_context", {"path": script, "cwd": cwd})
+    assert gate["drawers"] and not gate["stale"] and "may be out of date" not in gate["text"]
+
+    # the script is rewritten by hand: the lines the session wrote are gone
+    Path(script).write_text("#!/bin/sh\nprintf 'status: %s\\n' \"$(date)\"\n")
+    after = ask("s2")
+    stale = [m for m in after["memories"] if m["stale"]]
+    assert [m["exchange_key"] for m in stale] == [wrote[0]["exchange_key"]], after
+    assert after["memories"][-1]["stale"] and not after["memories"][0]["stale"]  # below the current ones
+    assert stale[0]["stale"] == f"may be out of date: {script} changed since 2026-01-06", stale
+    assert "may be out of date: " in after["text"]
+    gate = daemon.call("file_context", {"path": script, "cwd": cwd})
+    assert gate["stale"] and "may be out of date" in gate["text"]
