@@ -72,7 +72,8 @@ CODING = REPO / "bench" / "recall_coding.json"
 SWEEP = (0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MAX_TOKENS = 600  # hooks.recall_max_tokens
 DEFAULTS = parse_settings({}, env={})
-BEYOND_SWEEP = (0.13, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 2.0)  # 2.0: never beyond the project
+# the floor for memories of other projects (2.0: never beyond the project)
+BEYOND_SWEEP = (0.13, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 2.0)
 FIXTURE_VERSION = 1  # bump when the coding store must be rebuilt (ingest changes)
 MARKER = "recall-fixtures.json"
 
