@@ -10,17 +10,21 @@ Two sets of prompts, each with answerable prompts (their evidence is in the pala
   transcripts in ``../shared/fixtures/formats`` (repeated errors, file names, "what did we decide about X",
   paraphrases), each asked in its project's wing; the evidence is named by fixture file and exchange id. The
   unrelated coding prompts are asked in the projects in turn.
-* locomo: every LoCoMo question with evidence, asked in its own conversation's wing (answerable) and in the
-  next conversation's wing (unanswerable: the same question about people who are not there). The store is the one
+* fresh, other: the coding prompts asked away from their project, from a folder with no memory and from the next
+  project (which has memory of its own), with near-miss prompts (the fixtures' vocabulary, nothing that answers).
+* locomo: every LoCoMo question with evidence, asked in its own conversation's wing and in the next conversation's
+  wing (the same question where those people are not: their memory is in another wing). The store is the one
   ``bench/locomo.py --store DIR`` builds (pass the same DIR as ``--locomo-store`` to reuse it).
 
 Each prompt is searched once as recall searches (``PromptContext.request``, floor 0); then, for the default floor
 and a sweep of floors, recall's own selection and composition (``select_memories``, ``compose``, 600 tokens) tell
 what would be injected. Printed per set and per half (coding: projects alternately; LoCoMo: even and odd
-conversations): the share of answerable prompts whose injected memories include their evidence ("answered"), the
-share of unanswerable prompts that get anything injected ("false"), and model tokens injected per prompt.
+conversations): the share of prompts asked where their evidence is whose injected memories include it
+("answered"), the same for prompts asked away from it ("elsewhere"), the share of prompts asked away from their
+evidence (or with none) that get a memory of a wing that does not hold it ("false"), and model tokens injected per
+prompt; the gain is answered + elsewhere - false.
 
-The default floor is the one with the best worst-half gain (answered - false, the smallest over the four halves):
+The default floor is the one with the best worst-half gain (the smallest over the halves of every set):
 a default must hold on every split of the data, not only on the best figure over all of it. ``--fit`` chooses the
 weights of ``mempald.search.fusion.relevance``: for each of a few directions of the linear evidence score
 (dense, coverage, rarity) the score is calibrated by Platt scaling (the logistic regression of "this candidate is
@@ -88,12 +92,22 @@ class Prompt:
     text: str
     half: int  # 0 or 1
     evidence: set[tuple[str, str]] = field(default_factory=set)  # (file suffix or "", exchange key or prefix)
+    home: str | None = None  # the wing its evidence is in (default: where it is asked, if it has evidence)
     hits: list[dict[str, Any]] = field(default_factory=list)  # the search of its own wing (empty: no memory)
     beyond: list[dict[str, Any]] = field(default_factory=list)  # the search of every wing
+
+    def __post_init__(self) -> None:
+        if self.home is None:
+            self.home = self.wing if self.evidence else ""
 
     @property
     def answerable(self) -> bool:
         return bool(self.evidence)
+
+    @property
+    def away(self) -> bool:
+        """Asked away from its evidence (in another project, a folder with no memory, or with none anywhere)."""
+        return self.home != self.wing
 
     def holds(self, h: dict[str, Any]) -> bool:
         src, key = str(h.get("source_path") or ""), str(h.get("exchange_key") or "")
@@ -173,10 +187,10 @@ def cross_prompts(data: Path) -> dict[str, list[Prompt]]:
     nxt = {w: wings[(i + 1) % len(wings)] for i, w in enumerate(wings)}
     near = raw.get("near_miss", [])
     fresh = [Prompt(f"{p['id']}@fresh", FRESH, p["prompt"], half[p["wing"]],
-                    {(e["file"], e["exchange"]) for e in p["evidence"]}) for p in raw["answerable"]]
+                    {(e["file"], e["exchange"]) for e in p["evidence"]}, p["wing"]) for p in raw["answerable"]]
     fresh += [Prompt(f"{p['id']}@fresh", FRESH, p["prompt"], n % 2) for n, p in enumerate(near)]
     other = [Prompt(f"{p['id']}@{nxt[p['wing']]}", nxt[p["wing"]], p["prompt"], half[p["wing"]],
-                    {(e["file"], e["exchange"]) for e in p["evidence"]}) for p in raw["answerable"]]
+                    {(e["file"], e["exchange"]) for e in p["evidence"]}, p["wing"]) for p in raw["answerable"]]
     other += [Prompt(f"{p['id']}@{wings[n % len(wings)]}", wings[n % len(wings)], p["prompt"], n % 2)
               for n, p in enumerate(near)]
     return {"fresh": fresh, "other": other}
@@ -190,8 +204,9 @@ def locomo_prompts(samples: list[locomo.Sample], limit: int | None) -> list[Prom
         qs = [(q, locomo.gold_ids(q.get("evidence", []), known)) for q in s.questions]
         qs = [(q, g) for q, g in qs if g][:limit]
         for n, (q, gold) in enumerate(qs):
-            out.append(Prompt(f"{s.sample_id}/{n}", s.sample_id, str(q["question"]), i % 2, {("", k) for k in gold}))
-            out.append(Prompt(f"{s.sample_id}/{n}@{other}", other, str(q["question"]), i % 2))
+            evidence = {(f"locomo:{s.sample_id}", k) for k in gold}  # turn ids repeat across conversations
+            out.append(Prompt(f"{s.sample_id}/{n}", s.sample_id, str(q["question"]), i % 2, evidence))
+            out.append(Prompt(f"{s.sample_id}/{n}@{other}", other, str(q["question"]), i % 2, evidence, s.sample_id))
     return out
 
 
@@ -230,29 +245,38 @@ def rescored(hits: list[dict[str, Any]], weights: Sequence[float] | None) -> lis
 
 
 def outcome(p: Prompt, floor: float, count_tokens: Any, weights: Sequence[float] | None,
-            beyond: float | None = None) -> tuple[bool, int]:
+            beyond: float | None = None) -> tuple[bool, bool, int]:
     """What recall would inject for ``p`` at ``floor`` (and ``beyond``, the floor of memories of other wings;
-    None: the default): (answered or, unanswerable, anything injected; tokens)."""
+    None: the default): (its evidence is injected; a memory of a wing that does not hold its evidence is injected;
+    tokens)."""
     beyond = DEFAULTS.hooks.recall_beyond_threshold if beyond is None else beyond
     candidates = merge_scopes(rescored(p.hits, weights), rescored(p.beyond, weights), p.wing if p.hits else None)
     chosen = select_memories(candidates, floor, None, beyond_threshold=beyond,
                              wing=p.wing if p.hits else None)
     text, kept = compose((), 0, chosen, 9000, MAX_TOKENS, count_tokens)
     tokens = count_tokens(text) if kept else 0
-    return (any(p.holds(h) for h in kept) if p.answerable else bool(kept)), tokens
+    return any(p.holds(h) for h in kept), any(h.get("wing") != p.home for h in kept), tokens
 
 
-def summarise(rows: list[tuple[Prompt, bool, int]]) -> dict[str, Any]:
-    ans = [(ok, t) for p, ok, t in rows if p.answerable]
-    una = [(ok, t) for p, ok, t in rows if not p.answerable]
+def summarise(rows: list[tuple[Prompt, bool, bool, int]]) -> dict[str, Any]:
+    """``answered``: prompts asked where their evidence is that get it; ``elsewhere``: prompts asked away from it
+    (another project, a folder with no memory) that get it; ``false``: prompts asked away from their evidence (or
+    with none) that get a memory of a wing without it; tokens injected per answerable / other prompt; ``gain``:
+    answered + elsewhere - false (each where the set has such prompts)."""
+    here = [(ok, t) for p, ok, _f, t in rows if p.answerable and not p.away]
+    there = [(ok, t) for p, ok, _f, t in rows if p.answerable and p.away]
+    away = [(f, t) for p, _ok, f, t in rows if p.away]
 
     def mean(xs: list[float]) -> float:
         return round(statistics.fmean(xs), 3) if xs else 0.0
 
-    return {"answered": mean([float(ok) for ok, _ in ans]), "false": mean([float(ok) for ok, _ in una]),
-            "tokens_answerable": round(mean([float(t) for _, t in ans]), 1),
-            "tokens_unanswerable": round(mean([float(t) for _, t in una]), 1),
-            "answerable": len(ans), "unanswerable": len(una)}
+    out = {"answered": mean([float(ok) for ok, _ in here]), "elsewhere": mean([float(ok) for ok, _ in there]),
+           "false": mean([float(f) for f, _ in away]),
+           "tokens_answerable": round(mean([float(t) for _, t in here + there]), 1),
+           "tokens_unanswerable": round(mean([float(t) for p, _o, _f, t in rows if not p.answerable]), 1),
+           "answerable": len(here), "answerable_elsewhere": len(there), "away": len(away)}
+    out["gain"] = round(out["answered"] + out["elsewhere"] - out["false"], 3)
+    return out
 
 
 def sweep(sets: dict[str, list[Prompt]], count_tokens: Any, weights: Sequence[float] | None,
@@ -265,7 +289,7 @@ def sweep(sets: dict[str, list[Prompt]], count_tokens: Any, weights: Sequence[fl
             row[name] = summarise(done)
             for h in (0, 1):
                 row[f"{name}/half{h}"] = summarise([d for d in done if d[0].half == h])
-        row["worst_half_gain"] = round(min(v["answered"] - v["false"] for k, v in row.items() if "/half" in k), 3)
+        row["worst_half_gain"] = round(min(v["gain"] for k, v in row.items() if "/half" in k), 3)
         rows[f"{floor:g}"] = row
     best = max(rows, key=lambda f: (rows[f]["worst_half_gain"], -abs(float(f) - 0.5)))
     return {"rows": rows, "best_floor": float(best)}
@@ -320,11 +344,11 @@ def beyond_sweep(sets: dict[str, list[Prompt]], count_tokens: Any, floor: float)
 
 def table(res: dict[str, Any], names: Sequence[str], label: str = "floor") -> str:
     cols = [n for name in names for n in (name, f"{name}/half0", f"{name}/half1")]
-    lines = [f"{label:<7}" + "".join(f"{c:>34}" for c in cols) + "   worst-half gain",
-             "       " + "".join(f"{'answered  false  tokens(a/u)':>34}" for _ in cols)]
+    lines = [f"{label:<7}" + "".join(f"{c:>40}" for c in cols) + "   worst-half gain",
+             "       " + "".join(f"{'answered elsewhere false tokens(a/u)':>40}" for _ in cols)]
     for floor, row in res["rows"].items():
-        cells = "".join(f"{row[c]['answered']:>12.3f}{row[c]['false']:>7.3f}"
-                        f"{row[c]['tokens_answerable']:>8.0f}/{row[c]['tokens_unanswerable']:<6.0f}" for c in cols)
+        cells = "".join(f"{row[c]['answered']:>10.3f}{row[c]['elsewhere']:>9.3f}{row[c]['false']:>7.3f}"
+                        f"{row[c]['tokens_answerable']:>7.0f}/{row[c]['tokens_unanswerable']:<6.0f}" for c in cols)
         lines.append(f"{floor:<7}{cells}   {row['worst_half_gain']:.3f}")
     return "\n".join(lines)
 

@@ -141,7 +141,7 @@ class HooksSettings:
     # The relevance a memory of another project needs (searched beside the cwd's project, or alone from a folder
     # with no memory yet): chosen by bench/recall.py's cross-project and near-miss prompts (README, Recall).
     # Above 1.0: recall never looks beyond the cwd's project (and a folder with no memory gets none).
-    recall_beyond_threshold: float = 0.3
+    recall_beyond_threshold: float = 0.35
     recall_max_tokens: int = 600
     stop_every: int = 15
     stop_mode: str = "silent"  # silent | ask
@@ -329,7 +329,7 @@ def _cross_check(s: Settings) -> None:
         if not 0.0 <= value <= 1.0:
             raise ConfigError(f"{key}: a relevance between 0 and 1, got {value}")
     if not 0.0 <= s.hooks.recall_beyond_threshold <= 2.0:
-        raise ConfigError("hooks.recall_beyond_threshold: a relevance between 0 and 1 (1 or more: never beyond the "
+        raise ConfigError("hooks.recall_beyond_threshold: a relevance between 0 and 1 (above 1: never beyond the "
                           f"project), got {s.hooks.recall_beyond_threshold}")
     url = s.store.url
     if url and not (url.startswith(("http://", "https://", "path:")) or url == ":memory:"):
