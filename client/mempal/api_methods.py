@@ -187,12 +187,13 @@ class ClientMethods(ClientBase):
         """
         return self._invoke("delete", {"drawer_id": drawer_id, "reason": reason, "actor": actor})
 
-    def restore(self, drawer_id: str | Sequence[str]) -> dict[str, Any]:
+    def restore(self, drawer_id: str | Sequence[str], *, actor: str | None = None) -> dict[str, Any]:
         """Bring soft-deleted drawers back (before they are purged).
 
         drawer_id: the drawer id(s) to restore
+        actor: who restores
         """
-        return self._invoke("restore", {"drawer_id": drawer_id})
+        return self._invoke("restore", {"drawer_id": drawer_id, "actor": actor})
 
     def purge(
             self,
@@ -853,6 +854,24 @@ class ClientMethods(ClientBase):
             "reason": reason,
             "actor": actor,
         })
+
+    def audit(
+            self,
+            *,
+            since: str | float | None = None,
+            action: Literal[
+                'forget', 'forget-reingest', 'delete', 'restore', 'purge', 'ingest', 'import',
+            ] | None = None,
+            limit: int | None = None,
+    ) -> dict[str, Any]:
+        """What was done to your memories, newest first: forgotten, deleted, restored, purged, saved by hand and
+        imported; who did it (the user, an agent), when, to what and why.
+
+        since: only what happened since: ISO date, epoch seconds or an age like 7d
+        action: only this kind of action
+        limit: at most this many entries
+        """
+        return self._invoke("audit", {"since": since, "action": action, "limit": limit})
 
     def exclude_add(self, pattern: str, *, forget: bool | None = None, actor: str | None = None) -> dict[str, Any]:
         """Never read what this rule names from now on (kept in config ingest.exclude, applied at once); counts what is

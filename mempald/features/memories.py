@@ -100,9 +100,11 @@ class Memories:
             await anyio.to_thread.run_sync(self.state.audit, actor, "delete", f.id, reason)
         return {"deleted": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
 
-    async def restore(self, ids: tuple[str, ...]) -> dict[str, Any]:
+    async def restore(self, ids: tuple[str, ...], *, actor: str = "user") -> dict[str, Any]:
         found = await self.store.retrieve(list(ids))
         await self.store.set_payload([f.id for f in found], {"deleted": False, "status": "live"})
+        for f in found:
+            await anyio.to_thread.run_sync(self.state.audit, actor, "restore", f.id, "")
         return {"restored": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
 
     async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
+
 from mempald.errors import InvalidInput
 from mempald.features.backup import Backup
 from mempald.features.exclusions import Exclusions
@@ -11,11 +13,13 @@ from mempald.features.export import Exporter
 from mempald.features.forget import Forgetter, Selection
 from mempald.features.importer import Importer
 from mempald.rpc.dispatch import Args, Handler
+from mempald.state.db import State
 
 
 class DataMethods:
     def __init__(self, forgetter: Forgetter, exclusions: Exclusions, exporter: Exporter, importer: Importer,
-                 backups: Backup) -> None:
+                 backups: Backup, state: State) -> None:
+        self.state = state
         self.forgetter = forgetter
         self.exclusions = exclusions
         self.exporter = exporter
@@ -25,7 +29,13 @@ class DataMethods:
     def handlers(self) -> dict[str, Handler]:
         return {"forget": self.forget, "exclude_add": self.exclude_add, "exclude_list": self.exclude_list,
                 "exclude_remove": self.exclude_remove, "export": self.export, "import_drawers": self.import_drawers,
-                "backup": self.backup}
+                "backup": self.backup, "audit": self.audit}
+
+    async def audit(self, a: Args) -> Any:
+        since, action, limit = a["since"], a["action"], a["limit"]
+        entries = await anyio.to_thread.run_sync(lambda: self.state.audit_log(
+            limit, since=since, actions=(action,) if action else ()))
+        return {"entries": entries, "since": since, "action": action, "limit": limit}
 
     async def forget(self, a: Args) -> Any:
         actor = a.get("actor", "user")

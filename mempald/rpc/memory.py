@@ -28,7 +28,7 @@ class MemoryMethods:
         return await self.memories.delete(a["drawer_id"], actor=a.get("actor", "user"), reason=a["reason"])
 
     async def restore(self, a: Args) -> Any:
-        return await self.memories.restore(a["drawer_id"])
+        return await self.memories.restore(a["drawer_id"], actor=a.get("actor", "user"))
 
     async def purge(self, a: Args) -> Any:
         return await self.memories.purge(before=a["before"], dry_run=a["dry_run"], actor=a.get("actor", "user"))

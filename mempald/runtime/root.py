@@ -193,7 +193,8 @@ class Daemon:
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), importer,
-                           Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)))
+                           Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)),
+                           self.state)
 
     @classmethod
     def open(cls, settings: Settings) -> Daemon:

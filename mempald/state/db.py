@@ -232,13 +232,32 @@ class State:
                 (time.time(), actor, action, target, reason, json.dumps(detail)),
             )
 
-    def audit_log(self, limit: int = 100) -> list[dict[str, Any]]:
+    def audit_log(self, limit: int = 100, *, since: float | None = None,
+                  actions: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """The audit log, newest first: who did what to which memories, when and why (``since``: only entries at
+        or after that epoch time; ``actions``: only those actions)."""
+        where: list[str] = ["1=1"]
+        args: list[float | str] = []
+        if since is not None:
+            where.append("at >= ?")
+            args.append(since)
+        if actions:
+            where.append(f"action IN ({','.join('?' * len(actions))})")
+            args += list(actions)
         with self.lock:
             rows = self.conn.execute(
-                "SELECT at, actor, action, target, reason, detail FROM audit ORDER BY id DESC LIMIT ?", (limit,)
+                f"SELECT at, actor, action, target, reason, detail FROM audit WHERE {' AND '.join(where)} "
+                "ORDER BY id DESC LIMIT ?", (*args, limit),
             ).fetchall()
         return [{"at": r[0], "actor": r[1], "action": r[2], "target": r[3], "reason": r[4],
-                 "detail": json.loads(r[5])} for r in rows]
+                 "detail": _detail(r[5])} for r in rows]
+
+
+def _detail(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"unreadable": raw[:200]}
 
 
 def quick_check(conn: sqlite3.Connection) -> list[str]:

@@ -266,6 +266,7 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("export", show.export),
     Command("import_drawers", show.import_drawers),
     Command("backup", show.backup),
+    Command("audit", show.audit),
 )}
 
 

@@ -335,3 +335,22 @@ def import_drawers(_args: argparse.Namespace, r: Any) -> str:
 def backup(_args: argparse.Namespace, r: Any) -> str:
     return (f"backed up {r['drawers']} drawers to {r['path']} ({r['files']} files, {r['bytes'] / 1048576:.1f} MB, "
             f"store held {r['store_held_s']} s); restore with `mempald restore {r['path']}` into an empty data dir")
+
+
+def audit(_args: argparse.Namespace, r: Any) -> str:
+    """One line an entry, newest first: when, who, what, to what, and why."""
+    entries = r["entries"]
+    if not entries:
+        scope = " since then" if r.get("since") else ""
+        return f"nothing in the audit log{scope}" + (f" for {r['action']}" if r.get("action") else "")
+    lines = []
+    for e in entries:
+        detail = e.get("detail") if isinstance(e.get("detail"), dict) else {}
+        extra = ", ".join(f"{k} {v}" for k, v in detail.items() if isinstance(v, (str, int, float)) and v != "")
+        line = (f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(float(e['at'])))}  {e['actor']:<8} "
+                f"{e['action']:<15} {e['target']}" + (f" ({extra})" if extra else ""))
+        if e.get("reason"):
+            line += f"\n{'':<18}why: {e['reason']}"
+        lines.append(line)
+    more = f"\n(the newest {r['limit']}; --limit N shows more)" if len(entries) >= r["limit"] else ""
+    return "\n".join(lines) + more

@@ -49,6 +49,16 @@ def py_type(p: Param) -> str:
     return {"int": "int", "float": "float", "bool": "bool"}.get(p.kind, "str")
 
 
+def _wrapped(arg: str) -> str:
+    """An argument line too long for one line: a ``Literal[...]`` with its choices on a line of their own."""
+    if len(arg) + 1 <= 120 or "Literal[" not in arg:  # + the comma after it
+        return arg
+    head, _, rest = arg.partition("Literal[")
+    choices, _, tail = rest.partition("]")
+    indent = " " * (len(head) - len(head.lstrip()))
+    return f"{head}Literal[\n{indent}    {choices},\n{indent}]{tail}"
+
+
 def method_source(m: Method) -> str:
     required = [p for p in m.params if p.required and not p.fill]
     optional = [p for p in m.params if p not in required]
@@ -58,7 +68,7 @@ def method_source(m: Method) -> str:
         args += [f"{py_name(p)}: {py_type(p)} | None = None" for p in optional]
     sig = f"    def {m.name}({', '.join(args)}) -> dict[str, Any]:"
     if len(sig) > 120:
-        inner = ",\n".join(" " * 12 + a for a in args)
+        inner = ",\n".join(_wrapped(" " * 12 + a) for a in args)
         sig = f"    def {m.name}(\n{inner},\n    ) -> dict[str, Any]:"
     doc = [m.summary] + ([m.help] if m.help else [])
     lines = textwrap.wrap(" ".join(doc), 108)

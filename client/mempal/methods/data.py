@@ -5,6 +5,7 @@ from __future__ import annotations
 from mempal.methods.spec import Cli, Method, Param
 
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "md")
+AUDIT_ACTIONS: tuple[str, ...] = ("forget", "forget-reingest", "delete", "restore", "purge", "ingest", "import")
 
 METHODS: tuple[Method, ...] = (
     Method(
@@ -30,6 +31,16 @@ METHODS: tuple[Method, ...] = (
         help="Only when the user asks to forget something. Call it with dry_run \"true\" first and tell the user "
              "how many drawers (by wing and room) it would forget; forget for real only after they agree. "
              "Forgotten drawers are hidden at once and removed for good by purge.",
+    ),
+    Method(
+        "audit", "What was done to your memories, newest first: forgotten, deleted, restored, purged, saved by hand "
+        "and imported; who did it (the user, an agent), when, to what and why.",
+        (
+            Param("since", "time", "only what happened since: ISO date, epoch seconds or an age like 7d"),
+            Param("action", "enum", "only this kind of action", choices=AUDIT_ACTIONS),
+            Param("limit", "int", "at most this many entries", default=100, lo=1, hi=100_000),
+        ),
+        cli=("audit",),
     ),
     Method(
         "exclude_add", "Never read what this rule names from now on (kept in config ingest.exclude, applied at "

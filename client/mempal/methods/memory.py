@@ -40,7 +40,8 @@ METHODS: tuple[Method, ...] = (
     Method(
         "restore", "Bring soft-deleted drawers back (before they are purged).",
         (Param("drawer_id", "ids", "the drawer id(s) to restore", required=True, aliases=("drawer_ids",),
-               cli=Cli(positional=True, nargs="+", metavar="DRAWER_ID")),),
+               cli=Cli(positional=True, nargs="+", metavar="DRAWER_ID")),
+         Param("actor", "str", "who restores", fill="agent", mcp=False)),
         writes=True, idempotent=True, cli=("restore",),
     ),
     Method(
