@@ -31,7 +31,7 @@ class PalaceMethods:
 
     async def wake_up(self, a: Args) -> Any:
         wing = wing_for(a["wing"], a["cwd"], default="")
-        return await self.wakeup.wake_up(wing, a["budget"], a["format"])
+        return await self.wakeup.wake_up(wing, a["budget"], a["format"], explicit=bool(a["wing"]))
 
     async def recall_room(self, a: Args) -> Any:
         return await self.wakeup.room(a["wing"], a["room"], a["limit"])

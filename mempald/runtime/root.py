@@ -161,12 +161,12 @@ class Daemon:
         self.inbox = CoworkInbox(state.conn, lock=state.lock)
         self.inbox.ensure_schema()
         layout = Layout(self.store)
-        wakeup = WakeUp(self.settings, self.store, embedder, self.sources)
+        sessions = SessionBrowser(self.store)
+        wakeup = WakeUp(self.settings, self.store, embedder, self.sources, sessions)
         memories = Memories(self.settings, self.store, state, embedder, self.ingestor, self.dense, machine, user,
                             self.taxonomy.current, self.keywords)
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
         ledger = TokenLedger(state)
-        sessions = SessionBrowser(self.store)
         disclosure = Disclosure(self.store, embedder, sessions, ledger)
         handlers: dict[str, Handler] = {}
         for group in (

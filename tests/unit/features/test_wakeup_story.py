@@ -11,7 +11,7 @@ import pytest
 
 from mempald.config import parse_settings
 from mempald.embed.embedder import Embedder
-from mempald.features.wakeup import WakeUp, essential_story
+from mempald.features.wakeup import WakeUp, essential_story, where_left
 from mempald.ingest.queues import BACKFILL
 from mempald.runtime.root import Backends, Daemon
 from mempald.search import ranking
@@ -76,6 +76,20 @@ async def _payloads(daemon: Daemon, wing: str) -> list[tuple[str, dict[str, Any]
     return out
 
 
+STORY_SECTIONS = ("### decisions", "### preferences", "### outcomes", "### fixes")
+
+
+def story_lines(text: str) -> list[str]:
+    """The lines of the story's typed sections (decisions, preferences, outcomes, fixes)."""
+    out, inside = [], False
+    for ln in text.splitlines():
+        if ln.startswith("### "):
+            inside = ln in STORY_SECTIONS
+        elif inside and ln.startswith("- "):
+            out.append(ln)
+    return out
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("wing", WINGS)
 async def test_every_story_line_states_a_decision_preference_outcome_or_fix(palace: Daemon, wing: str) -> None:
@@ -84,7 +98,7 @@ async def test_every_story_line_states_a_decision_preference_outcome_or_fix(pala
     assert res["tokens"] <= 800 + 10
     drawers = await _payloads(palace, wing)
     by_id = {did: p for did, p in drawers}
-    lines = [ln for ln in res["text"].splitlines() if ln.startswith("- ")]
+    lines = story_lines(res["text"])
     assert len(lines) == len(res["drawers"])
     for line, did in zip(lines, res["drawers"], strict=True):
         m = LINE.match(line)
@@ -113,7 +127,8 @@ async def test_a_real_projects_story_names_its_real_decisions(palace: Daemon) ->
     assert len(named) >= 3, res["text"]
     assert "### decisions" in res["text"]
     # the first lines of its prompts ("B", "/speckit.clarify", "SHORT INLINE WITH ICO") are not story lines
-    assert "/speckit" not in res["text"] and "\n- SHORT" not in res["text"]
+    lines = "\n".join(story_lines(res["text"]))
+    assert "/speckit" not in lines and "- SHORT" not in lines
 
 
 @pytest.mark.timeout(300)
@@ -125,3 +140,49 @@ async def test_the_story_keeps_to_its_budget(palace: Daemon) -> None:
         assert story.tokens <= budget and story.drawers
     empty = essential_story("nothing", [], 200, count)
     assert empty.drawers == () and "(no decisions, outcomes or fixes recorded yet)" in empty.text
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("wing", WINGS)
+async def test_every_real_project_says_its_sessions_and_where_the_work_was_left(palace: Daemon, wing: str) -> None:
+    """What an agent starting a session there wants first: the project's latest sessions and where the last one
+    left the work (never an empty story, never the instruction Claude Code appends to its summaries)."""
+    wake = WakeUp(palace.settings, palace.store, palace.embedder, palace.sources)
+    res = await wake.wake_up(wing, 800, "text")
+    text = res["text"]
+    assert res["known"] and "(no decisions, outcomes or fixes recorded yet)" not in text, text
+    assert "### sessions" in text or "### latest sessions" in text, text
+    assert "### where the work was left (" in text, text
+    assert "Please continue the conversation" not in text and res["tokens"] <= 800 + 10
+
+
+@pytest.mark.timeout(300)
+async def test_where_the_work_was_left_comes_from_the_latest_compaction_summary(palace: Daemon) -> None:
+    wake = WakeUp(palace.settings, palace.store, palace.embedder, palace.sources)
+    text = (await wake.wake_up("spotter", 800, "text"))["text"]
+    left = text.split("### where the work was left (", 1)[1].split("\n### ", 1)[0]
+    assert "Pending tasks:" in left and "spotter-4te.4" in left, left  # the epic's open subtasks
+    bridges = (await wake.wake_up("byte_bridges", 800, "text"))["text"]
+    assert "Next step:" in bridges and "/speckit.implement" in bridges, bridges
+
+
+@pytest.mark.timeout(300)
+async def test_a_project_with_no_memory_says_so_and_names_those_that_have_some(palace: Daemon) -> None:
+    wake = WakeUp(palace.settings, palace.store, palace.embedder, palace.sources)
+    res = await wake.wake_up("brand-new-app", 800, "text", explicit=False)
+    assert not res["known"] and res["drawers"] == []
+    assert "No memories of brand-new-app yet" in res["text"]
+    assert "Projects with memories: " in res["text"] and "byte_bridges (" in res["text"]
+    typo = await wake.wake_up("byte_bridge", 800, "text", explicit=True)
+    assert "No wing named 'byte_bridge' holds memories (did you mean 'byte_bridges'?)" in typo["text"]
+
+
+def test_where_left_reads_the_summary_headings_only() -> None:
+    summary = ("Analysis:\n1. **Initial Request**: the user asked for X.\nSummary:\n1. Primary Request and Intent:\n"
+               "   Build X.\n7. Pending Tasks:\n   - wire the exporter\n   1. Implement Y: with a detail\n"
+               "8. **Current Work**:\n   Editing lib/a.ex.\n9. Optional Next Step: run mix test.\n"
+               "Please continue the conversation from where we left it off without asking the user any further "
+               "questions.")
+    assert where_left(summary) == ("Pending tasks: - wire the exporter 1. Implement Y: with a detail Current work: "
+                                   "Editing lib/a.ex. Optional next step: run mix test.")
+    assert where_left("Analysis:\n1. Initial Request: X") is None
