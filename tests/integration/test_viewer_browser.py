@@ -130,7 +130,7 @@ def browser(palace: Palace) -> Iterator[Any]:
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
     driver.set_page_load_timeout(60)
     try:
-        driver.get(palace.viewer.url)  # the printed URL: the token becomes the cookie
+        driver.get(palace.viewer.url)  # the printed URL, with the key in its path
         yield driver
     finally:
         driver.quit()
@@ -145,9 +145,9 @@ def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 30) -> A
 
 
 def visit(driver: Any, palace: Palace, path: str) -> str:
-    driver.get(f"http://{palace.viewer.netloc}{path}")
+    driver.get(f"http://{palace.viewer.netloc}{palace.viewer.base}{path}")
     body: str = driver.find_element(By.TAG_NAME, "body").text
-    assert "needs its token" not in body and "mempald is not running" not in body, body[:500]
+    assert "only under its key" not in body and "mempald is not running" not in body, body[:500]
     return body
 
 
@@ -169,7 +169,7 @@ def test_overview_shows_wings_rooms_sources_and_filters(browser: Any, palace: Pa
     body = visit(browser, palace, "/")
     st = palace.daemon.call("status")
     assert {"spotter", "acme", "notes"} <= set(st["wings"])
-    wings = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "table.counts a[href^='/timeline']")]
+    wings = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "table.counts a[href*='/timeline?']")]
     assert set(wings) == set(st["wings"])
     for room in st["rooms"]:
         assert room in body
@@ -289,7 +289,7 @@ def test_knowledge_graph_draws_entities_and_an_entity_timeline(browser: Any, pal
     assert "facts valid now" in now
     spotter = next(a for a in browser.find_elements(By.CSS_SELECTOR, "svg.graph a.entity")
                    if a.find_element(By.CSS_SELECTOR, "text.label").text == "spotter")
-    assert spotter.get_dom_attribute("href") == "/graph?entity=spotter"
+    assert spotter.get_dom_attribute("href") == f"{palace.viewer.base}/graph?entity=spotter"
     spotter.find_element(By.CSS_SELECTOR, "circle").click()  # a person clicks the node
     wait(browser, lambda d: d.current_url.endswith("/graph?entity=spotter"))
     body = browser.find_element(By.TAG_NAME, "body").text

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from mempal.ui.guard import Guard, Keys
+from mempal.ui.guard import Guard, Keys, OneTimeLinks
 from mempal.ui.html import Markup, check_url, el, esc, join, link
 from mempal.ui.pages.overview import Rates
 from mempal.ui.svg import HEIGHT, WIDTH, layout, picture
@@ -126,3 +126,16 @@ def test_read_rates_and_eta_from_two_status_samples() -> None:
     assert ex_rate == 10.0 and drained == 1000.0 and eta == 6.0
     rates.add({"sources": [{**src, "exchanges": 150, "backlog_bytes": 0}]}, now=200.0)  # older samples age out
     assert rates.of("claude_code") == (None, None, None)
+
+
+def test_a_one_time_link_works_once_and_only_within_its_time() -> None:
+    now = [1000.0]
+    links = OneTimeLinks(clock=lambda: now[0])
+    first, second, third = links.issue(), links.issue(), links.issue()
+    assert len({first, second, third}) == 3 and len(first) >= 40
+    assert links.redeem(first) and not links.redeem(first)  # spent
+    assert not links.redeem("x" * len(second)) and not links.redeem("")
+    now[0] += OneTimeLinks.TTL_S - 1
+    assert links.redeem(second)
+    now[0] += 2
+    assert not links.redeem(third) and not links.redeem(third)  # expired, then spent
