@@ -7,8 +7,12 @@ and delete the owner's memories. Replayed here for real: a second local user (ma
 afterwards) runs a web server on 127.0.0.1; the owner's headless Chromium uses the viewer, then follows a link
 from a viewer page to that server, whose page refreshes itself, then opens it again by its address. The
 server, as that user, records every byte it was sent, then replays all of it (every path, header, cookie and
-referrer) against the viewer. A control cookie set on the viewer's origin shows the browser does send loopback
-cookies across ports, so a cookie credential would have been caught.
+referrer) against the viewer (refused as another user's process: 403); so does a process of the owner's (the
+untrusted dev server case: no key, 401). A control cookie set on the viewer's origin shows the browser does
+send loopback cookies across ports, so a cookie credential would have been caught.
+
+A second test: another user holding the key itself, or the one-time link of ``--open`` read in ``ps`` before the
+browser used it, is refused (403) and the link stays good for the owner.
 """
 
 from __future__ import annotations
@@ -58,9 +62,18 @@ from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 # "/" is the page the owner is lured to: it refreshes itself to "/again" at once (same-site to the browser, so a
 # SameSite=Strict cookie goes along). With "replay PORT" on the command line, it reads those records from stdin
 # and sends each, with every header it received, to the viewer's port, plus the viewer's root and a search, and
-# prints what the viewer answered.
+# prints what the viewer answered; with "fetch PORT PATH..." it asks the viewer for those paths.
 NEIGHBOUR = r'''
 import http.client, http.server, json, sys
+
+def fetch(port, tries):
+    for path, headers in tries:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", path, headers={**headers, "Host": "127.0.0.1:%d" % port})
+        resp = conn.getresponse()
+        print(json.dumps({"path": path, "status": resp.status, "body": resp.read().decode("utf-8", "replace")}),
+              flush=True)
+        conn.close()
 
 def replay(port):
     seen = [json.loads(line) for line in sys.stdin if line.strip()]
@@ -71,13 +84,7 @@ def replay(port):
             tries.append((path, headers))
     for referer in {v for r in seen for k, v in r["headers"] if k.lower() == "referer"}:
         tries.append(("/" + referer.split("//", 1)[-1].partition("/")[2], {}))
-    for path, headers in tries:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        conn.request("GET", path, headers={**headers, "Host": "127.0.0.1:%d" % port})
-        resp = conn.getresponse()
-        print(json.dumps({"path": path, "status": resp.status, "body": resp.read().decode("utf-8", "replace")}),
-              flush=True)
-        conn.close()
+    fetch(port, tries)
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -97,6 +104,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 if len(sys.argv) > 2 and sys.argv[1] == "replay":
     replay(int(sys.argv[2]))
+elif len(sys.argv) > 2 and sys.argv[1] == "fetch":
+    fetch(int(sys.argv[2]), [(path, {}) for path in sys.argv[3:]])
 else:
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     print(json.dumps({"port": server.server_address[1]}), flush=True)
@@ -211,25 +220,71 @@ def test_another_users_server_on_loopback_gets_no_credential_and_can_use_nothing
         for r in seen:
             assert {k.lower(): v for k, v in r["headers"]}.get("cookie") == "control=viewer-origin-cookie"
 
-        # the other user replays everything it got against the viewer
-        replay = subprocess.run(as_user(other_user, "replay", str(viewer.port)), input="\n".join(
-            json.dumps(r) for r in seen), capture_output=True, text=True, timeout=120, cwd="/",
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
-        assert replay.returncode == 0, replay.stderr
-        answers = [json.loads(line) for line in replay.stdout.splitlines()]
-        assert len(answers) >= 3 * len(seen)
-        for a in answers:  # (the favicon, asked for at every origin's root, is an empty 204 for anyone)
-            assert a["status"] == 401 or (a["path"] == "/favicon.ico" and a["status"] == 204 and not a["body"]), a
-            assert "drain the queue" not in a["body"] and "otter" not in a["body"] and "ops" not in a["body"]
+        # the other user replays everything it got against the viewer: refused as another user (403); the same
+        # replay from a process of the owner's (a dev server running untrusted code) has no key either (401)
+        log = "\n".join(json.dumps(r) for r in seen)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+        for who, command, refused in (("another user", as_user(other_user, "replay", str(viewer.port)), 403),
+                                      ("the owner", [PYTHON, "-c", NEIGHBOUR, "replay", str(viewer.port)], 401)):
+            replay = subprocess.run(command, input=log, capture_output=True, text=True, timeout=120, cwd="/",
+                                    env=env)
+            assert replay.returncode == 0, replay.stderr
+            answers = [json.loads(line) for line in replay.stdout.splitlines()]
+            assert len(answers) >= 3 * len(seen)
+            for a in answers:  # (the favicon, asked for at every origin's root, is an empty 204 for its owner)
+                assert a["status"] == refused or (refused == 401 and a["path"] == "/favicon.ico"
+                                                  and a["status"] == 204 and not a["body"]), (who, a)
+                assert "drain the queue" not in a["body"] and "otter" not in a["body"], (who, a)
         # the owner still reads the memory
         driver.get(f"http://{viewer.netloc}{viewer.base}/search?q=otter+migration+runbook")
         assert "drain the queue" in driver.find_element(By.TAG_NAME, "body").text
         print(f"RELIABILITY viewer loopback: {len(seen)} requests from the owner's browser to another user's "
-              f"server, 0 carried the key; {len(answers)} replays by that user, none got anything")
+              f"server, 0 carried the key; {len(answers)} replays of it by that user (403) and by the owner (401)")
     finally:
         if driver is not None:
             driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+        if viewer is not None:
+            viewer.stop()
+        daemon.kill()
+
+
+@pytest.mark.timeout(180)
+def test_another_user_holding_the_key_or_a_live_one_time_link_gets_nothing(
+        tmp_path: Path, other_user: pwd.struct_passwd) -> None:
+    """A key that leaked (a screen, a history file) or the one-time link read in `ps` before the browser used it
+    (H3's race): another local user is refused before anything is read (the kernel's socket table names the
+    connection's owner), and the link stays good for the owner's browser."""
+    daemon = Daemon(isolated_env(tmp_path), tmp_path / "mempald.log").start()
+    slow = tmp_path / "slow-browser"  # a browser still starting: it has the link in its argv, not yet used
+    handed = tmp_path / "handed"
+    slow.write_text(f"#!/bin/sh\necho \"$1\" > {handed}\n")
+    slow.chmod(0o755)
+    viewer: Viewer | None = None
+    try:
+        daemon.call("ingest", {"text": SECRET_TEXT, "wing": "ops", "room": "runbooks", "agent": "user"})
+        daemon.idle()
+        viewer = Viewer({**daemon.env, "BROWSER": str(slow)}, "--open")
+        deadline = time.monotonic() + 30
+        while not handed.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        link = handed.read_text().strip()
+        nonce_path = "/" + link.split("//", 1)[1].partition("/")[2]
+        assert nonce_path.startswith("/open/")
+        stolen = subprocess.run(as_user(other_user, "fetch", str(viewer.port), nonce_path, viewer.base + "/",
+                                        viewer.base + "/search?q=otter"),
+                                capture_output=True, text=True, timeout=60, cwd="/",
+                                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        assert stolen.returncode == 0, stolen.stderr
+        answers = [json.loads(line) for line in stolen.stdout.splitlines()]
+        assert [a["status"] for a in answers] == [403, 403, 403], answers
+        assert all("only the user who started it" in a["body"] and "drain the queue" not in a["body"]
+                   for a in answers)
+        mine = viewer.get(nonce_path, raw=True)  # the owner's browser comes in after all
+        assert mine.status == 303 and mine.header("location") == viewer.base + "/"
+        assert "drain the queue" in viewer.get("/search?q=otter+migration+runbook").text
+        print(f"RELIABILITY viewer other user with the key and a live one-time link: {len(answers)} tries, all 403")
+    finally:
         if viewer is not None:
             viewer.stop()
         daemon.kill()

@@ -1,5 +1,8 @@
 """The viewer's door: every request passes these checks before any page is built.
 
+0. **Owner only.** On a loopback address, a connection from a process of another local user is refused (403)
+   before anything else, whatever it holds (``mempal.ui.peer``: the kernel's socket table; Linux). A key or a
+   one-time link that leaked (a screen, a history file, ``ps``) is no use to another account on the machine.
 1. **Host** must be the address the server bound, with its port (``127.0.0.1:PORT``): a page on a rebinding
    DNS name (``evil.example`` resolving to 127.0.0.1) sends its own name and is refused. When the user binds a
    wildcard address explicitly, any IP literal with the port is accepted (rebinding needs a name).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
 import secrets
 import threading
 import time
@@ -37,6 +41,7 @@ from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mempal.ui import peer
 from mempal.ui.html import BASE
 
 MAX_FORM = 64 * 1024  # bytes of a POSTed form
@@ -104,6 +109,13 @@ def host_literal(host: str) -> str:
         return host
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def is_wildcard(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_unspecified
@@ -114,12 +126,14 @@ def is_wildcard(host: str) -> bool:
 class Guard:
     """ASGI middleware: the checks of the module docstring, in that order."""
 
-    def __init__(self, app: ASGIApp, *, keys: Keys, host: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, *, keys: Keys, host: str, port: int,
+                 uid_of: Callable[[tuple[str, int], tuple[str, int]], int | None] | None = None) -> None:
         self.app = app
         self.keys = keys
         self.port = port
         self.base = "/" + keys.token
         self.wildcard = is_wildcard(host)
+        self.uid_of = uid_of or (peer.peer_uid if peer.TABLES_PRESENT and _loopback(host) else None)
         names = {host_literal(host).lower(), host.lower()}
         self.allowed = {f"{n}:{port}" for n in names} | (names if port == 80 else set())
 
@@ -140,10 +154,21 @@ class Guard:
             return False
         return True
 
+    def owner_ok(self, scope: Scope) -> bool:
+        if self.uid_of is None:
+            return True
+        client, server = scope.get("client"), scope.get("server")
+        if not client or not server:
+            return False
+        return self.uid_of((str(client[0]), int(client[1])), (str(server[0]), int(server[1]))) == os.getuid()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # no websockets, no lifespan
             return
         send = _with_headers(send)
+        if not self.owner_ok(scope):
+            await _refuse(403, "This viewer serves only the user who started it.")(scope, receive, send)
+            return
         headers = Headers(scope=scope)
         if not self.host_ok(headers.get("host")):
             await _refuse(421, "This viewer answers only at the address it printed.")(scope, receive, send)
