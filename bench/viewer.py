@@ -4,8 +4,8 @@
 
 The store is pre-filled through mempald's own code (``bench/_prefill.py``, indexed as the daemon keeps a store
 of that size), a real daemon serves it, a real ``mempal ui`` process serves the pages, and each page is fetched
-``--requests`` times on a kept-open connection (as a browser does) after its cookie is set from the printed
-URL: wall time from the request to the last byte of the HTML. Search pages use a new query each time; drawer
+``--requests`` times on a kept-open connection (as a browser does), under the key in the printed URL's path:
+wall time from the request to the last byte of the HTML. Search pages use a new query each time; drawer
 and session pages a different drawer each time. The wing timeline is timed three ways: later views (the
 daemon's listing of the wing's sessions is cached), the first view after a write to another wing (two counts
 show the wing did not change), after an exchange appended to a session of this wing (the usual write: the
@@ -49,7 +49,7 @@ INDEX_AFTER = 20_000
 
 
 class Pages:
-    """A ``mempal ui`` process and one kept-open HTTP connection to it, with its cookie."""
+    """A ``mempal ui`` process and one kept-open HTTP connection to it, under its key."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "mempal.cli.main", "ui"], env=env, cwd=str(REPO),
@@ -63,15 +63,11 @@ class Pages:
         url = urlsplit(found.group(0))
         self.netloc = url.netloc
         self.conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80, timeout=60)
-        status, _, headers = self.get("/?" + url.query, cookie="")
-        if status != 303:
-            raise RuntimeError(f"login answered {status}")
-        self.cookie = headers.get("set-cookie", "").split(";", 1)[0]
+        self.base = url.path.rstrip("/")
 
-    def get(self, path: str, cookie: str | None = None) -> tuple[int, float, Any]:
+    def get(self, path: str) -> tuple[int, float, Any]:
         t0 = time.perf_counter()
-        self.conn.request("GET", path, headers={"Host": self.netloc, "Cookie": self.cookie if cookie is None
-                                                else cookie})
+        self.conn.request("GET", self.base + path, headers={"Host": self.netloc})
         resp = self.conn.getresponse()
         body = resp.read()
         ms = (time.perf_counter() - t0) * 1000.0

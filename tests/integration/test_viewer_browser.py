@@ -130,7 +130,7 @@ def browser(palace: Palace) -> Iterator[Any]:
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
     driver.set_page_load_timeout(60)
     try:
-        driver.get(palace.viewer.url)  # the printed URL: the token becomes the cookie
+        driver.get(palace.viewer.url)  # the printed URL, with the key in its path
         yield driver
     finally:
         driver.quit()
@@ -145,9 +145,9 @@ def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 30) -> A
 
 
 def visit(driver: Any, palace: Palace, path: str) -> str:
-    driver.get(f"http://{palace.viewer.netloc}{path}")
+    driver.get(f"http://{palace.viewer.netloc}{palace.viewer.base}{path}")
     body: str = driver.find_element(By.TAG_NAME, "body").text
-    assert "needs its token" not in body and "mempald is not running" not in body, body[:500]
+    assert "only under its key" not in body and "mempald is not running" not in body, body[:500]
     return body
 
 
@@ -169,7 +169,7 @@ def test_overview_shows_wings_rooms_sources_and_filters(browser: Any, palace: Pa
     body = visit(browser, palace, "/")
     st = palace.daemon.call("status")
     assert {"spotter", "acme", "notes"} <= set(st["wings"])
-    wings = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "table.counts a[href^='/timeline']")]
+    wings = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "table.counts a[href*='/timeline?']")]
     assert set(wings) == set(st["wings"])
     for room in st["rooms"]:
         assert room in body
@@ -203,6 +203,38 @@ def test_search_with_filters_cites_and_opens_the_drawer(browser: Any, palace: Pa
     assert "mix phx.server doesnt seem to start" in browser.find_element(By.CSS_SELECTOR, "pre.full").text
 
 
+@pytest.mark.timeout(600)
+def test_index_search_shows_one_line_hits_and_the_format_is_one_choice(browser: Any, palace: Palace,
+                                                                      tmp_path: Path) -> None:
+    """Issue 41: with format=index every hit showed an empty excerpt box and "from ?"; the format was two
+    checkboxes that could both be ticked."""
+    visit(browser, palace, "/search")
+    browser.find_element(By.NAME, "q").send_keys("mix phx.server doesnt seem to start")
+    browser.find_element(By.CSS_SELECTOR, "details summary").click()
+    choices = browser.find_elements(By.CSS_SELECTOR, "input[name=format]")
+    assert [(c.get_attribute("type"), c.get_attribute("value")) for c in choices] == [("radio", "full"),
+                                                                                    ("radio", "index")]
+    assert [c.is_selected() for c in choices] == [True, False]
+    choices[1].click()
+    choices[0].click()
+    choices[1].click()  # a person ticks both: one stays ticked
+    assert [c.is_selected() for c in choices] == [False, True]
+    browser.find_element(By.CSS_SELECTOR, ".searchbar button").click()
+    wait(browser, lambda d: "format=index" in d.current_url and d.find_elements(By.CSS_SELECTOR, "article.hit"))
+    hits = browser.find_elements(By.CSS_SELECTOR, "article.hit")
+    expected = palace.daemon.call("search", {"query": "mix phx.server doesnt seem to start", "format": "index"})
+    assert len(hits) == len(expected["hits"]) > 0
+    for shown, h in zip(hits, expected["hits"], strict=True):
+        text = shown.text
+        assert h["title"] in text and h["drawer_id"] in text and h["date"] in text and "tokens in full" in text
+        assert "from ?" not in text and "?" not in shown.find_element(By.CSS_SELECTOR, ".meta").text
+        assert not shown.find_elements(By.CSS_SELECTOR, "pre")  # no empty excerpt box
+        assert shown.find_element(By.CSS_SELECTOR, "a.title").get_attribute("href").endswith(
+            f"/drawer/{h['drawer_id']}")
+    assert [c.is_selected() for c in browser.find_elements(By.CSS_SELECTOR, "input[name=format]")] == [False, True]
+    shot(browser, tmp_path, "search-index")
+
+
 def _long_session(daemon: Daemon) -> tuple[dict[str, Any], dict[str, Any]]:
     """A fixture session with many exchanges, and a drawer in its middle."""
     for wing in daemon.call("status")["wings"]:
@@ -219,7 +251,7 @@ def _long_session(daemon: Daemon) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @pytest.mark.timeout(600)
 def test_drawer_in_its_session_with_delete_and_restore(browser: Any, palace: Palace, tmp_path: Path) -> None:
-    long, middle = _long_session(palace.daemon)
+    _, middle = _long_session(palace.daemon)
     body = visit(browser, palace, f"/drawer/{middle['drawer_id']}")
     shown = browser.find_element(By.CSS_SELECTOR, "pre.full").text
     assert shown.strip() == middle["text"].strip()
@@ -248,16 +280,36 @@ def test_drawer_in_its_session_with_delete_and_restore(browser: Any, palace: Pal
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "button.danger"))
     assert found()
 
-    first_page = palace.daemon.call("session_drawers", {"session_id": long["session_id"], "after": 19})["drawers"]
+
+
+@pytest.mark.timeout(600)
+def test_a_long_session_reads_as_one_page_with_every_drawer_linked(browser: Any, palace: Palace,
+                                                                   tmp_path: Path) -> None:
+    """Issue 41: a long session was cramped in small inner scroll boxes, 20 exchanges a page, each clipped."""
+    long, middle = _long_session(palace.daemon)
+    drawers = palace.daemon.call("session_drawers", {"session_id": long["session_id"], "after": 199})["drawers"]
     visit(browser, palace, f"/session?id={long['session_id']}")
-    shown_ids = [a.get_attribute("href").rsplit("/", 1)[-1]
-                 for a in browser.find_elements(By.CSS_SELECTOR, "ol.timeline li .meta a")]
-    firsts: dict[tuple[int, str], str] = {}  # one item per exchange: its first part
-    for d in first_page:
-        firsts.setdefault((d["position"], d["exchange_key"]), d["drawer_id"])
-    assert shown_ids == list(firsts.values())
-    assert len(shown_ids) >= 7
+    items = browser.find_elements(By.CSS_SELECTOR, "ol.exchanges li.exchange")
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for d in drawers:
+        groups.setdefault((d["position"], d["exchange_key"]), []).append(d)
+    assert len(items) == len(groups) >= 7 and not browser.find_elements(By.CSS_SELECTOR, ".pager")  # one page
+    for item, parts in zip(items, groups.values(), strict=True):
+        assert item.get_attribute("id") == f"x{parts[0]['position']}"  # in order
+        linked = [a.get_attribute("href").rsplit("/", 1)[-1] for a in item.find_elements(By.CSS_SELECTOR, ".cite a")]
+        assert linked == [d["drawer_id"] for d in parts]  # a link to each drawer
+        shown = [pre.text.strip() for pre in item.find_elements(By.CSS_SELECTOR, "pre.text")]
+        assert shown == [d["text"].strip() for d in parts]  # whole, not clipped
+    boxed = browser.execute_script(  # an element scrolling inside the page (its content taller than its box)
+        "return [...document.querySelectorAll('main *')].filter(e => e.scrollHeight > e.clientHeight + 2 && "
+        "['auto', 'scroll'].includes(getComputedStyle(e).overflowY)).length")
+    assert boxed == 0
     shot(browser, tmp_path, "session")
+    # a drawer's page links to its exchange on the session page
+    visit(browser, palace, f"/drawer/{middle['drawer_id']}")
+    browser.find_element(By.CSS_SELECTOR, f"dl.facts a[href*='#x{middle['position']}']").click()
+    wait(browser, lambda d: d.current_url.endswith(f"#x{middle['position']}"))
+    assert browser.find_element(By.CSS_SELECTOR, f"li.exchange#x{middle['position']}").is_displayed()
 
 
 @pytest.mark.timeout(600)
@@ -289,7 +341,7 @@ def test_knowledge_graph_draws_entities_and_an_entity_timeline(browser: Any, pal
     assert "facts valid now" in now
     spotter = next(a for a in browser.find_elements(By.CSS_SELECTOR, "svg.graph a.entity")
                    if a.find_element(By.CSS_SELECTOR, "text.label").text == "spotter")
-    assert spotter.get_dom_attribute("href") == "/graph?entity=spotter"
+    assert spotter.get_dom_attribute("href") == f"{palace.viewer.base}/graph?entity=spotter"
     spotter.find_element(By.CSS_SELECTOR, "circle").click()  # a person clicks the node
     wait(browser, lambda d: d.current_url.endswith("/graph?entity=spotter"))
     body = browser.find_element(By.TAG_NAME, "body").text

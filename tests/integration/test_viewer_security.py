@@ -1,11 +1,13 @@
 """`mempal ui`'s door, against a real daemon and a real viewer process, over raw HTTP: it binds 127.0.0.1 only
-(another address only when asked, with a warning), every request needs the token (then an HttpOnly,
-SameSite=Strict cookie), the Host header must be the address bound (DNS rebinding), changes need POST and the
-CSRF token, there is no CORS, memory text is escaped and no script is allowed, and Ctrl-C stops it."""
+(another address only when asked, with a warning), every page lives under the key in the printed URL's path and
+no cookie is ever set, `--open` hands the browser a one-time link, the Host header must be the address bound (DNS
+rebinding), changes need POST and the CSRF token, there is no CORS, memory text is escaped and no script is
+allowed, and Ctrl-C stops it."""
 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import select
@@ -13,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,18 +74,18 @@ class Viewer:
         self.netloc = parts.netloc
         self.address = parts.hostname or ""
         self.port = parts.port or 80
-        self.token = parts.query.split("token=", 1)[1]
-        self.cookie: str | None = None
+        self.token = parts.path.strip("/")  # the key: the first segment of every page's path
+        self.base = "/" + self.token
 
     def request(self, method: str, path: str, *, host: str | None = None, cookie: str | None = None,
-                headers: dict[str, str] | None = None, body: str | None = None) -> Reply:
+                headers: dict[str, str] | None = None, body: str | None = None, raw: bool = False) -> Reply:
+        """``path`` under the key (``raw``: as given)."""
         conn = http.client.HTTPConnection(self.address, self.port, timeout=60)
         try:
-            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            conn.putrequest(method, path if raw else self.base + path, skip_host=True, skip_accept_encoding=True)
             conn.putheader("Host", host if host is not None else self.netloc)
-            jar = cookie if cookie is not None else self.cookie
-            if jar:
-                conn.putheader("Cookie", jar)
+            if cookie:
+                conn.putheader("Cookie", cookie)
             data = body.encode() if body is not None else None
             for k, v in (headers or {}).items():
                 conn.putheader(k, v)
@@ -100,12 +103,6 @@ class Viewer:
     def post(self, path: str, form: dict[str, str], **kw: Any) -> Reply:
         headers = {"Content-Type": "application/x-www-form-urlencoded", **kw.pop("headers", {})}
         return self.request("POST", path, body=urlencode(form), headers=headers, **kw)
-
-    def login(self) -> Reply:
-        reply = self.get("/?token=" + self.token, cookie="")
-        set_cookie = reply.header("set-cookie") or ""
-        self.cookie = set_cookie.split(";", 1)[0]
-        return reply
 
     def csrf(self, path: str) -> str:
         found = re.search(r'name="csrf" value="([^"]+)"', self.get(path).text)
@@ -173,40 +170,38 @@ def test_binds_loopback_only_and_prints_a_token_url(viewer: Viewer) -> None:
 
 
 @pytest.mark.timeout(180)
-def test_the_token_is_required_then_kept_in_a_strict_httponly_cookie(viewer: Viewer) -> None:
-    for path in ("/", "/search?q=flamingo", "/static/style.css", "/graph"):
-        refused = viewer.get(path, cookie="")
+def test_every_page_needs_the_key_in_its_path_and_no_cookie_is_set(viewer: Viewer) -> None:
+    for path in ("/", "/search?q=flamingo", "/static/style.css", "/graph", f"/x{viewer.token}/",
+                 f"/{viewer.token[:-1]}/", f"/{'y' * len(viewer.token)}/search?q=flamingo",
+                 f"/?token={viewer.token}", f"/search?q=flamingo&token={viewer.token}"):
+        refused = viewer.get(path, raw=True, cookie=f"mempal_ui_{viewer.port}={viewer.token}")  # the old cookie
         assert refused.status == 401, path
         assert "flamingo" not in refused.text and "acme" not in refused.text
-    assert viewer.get("/?token=" + "x" * len(viewer.token), cookie="").status == 401
-    assert viewer.get("/", cookie=f"mempal_ui_{viewer.port}={'y' * len(viewer.token)}").status == 401
-    first = viewer.login()
-    assert first.status == 303 and first.header("location") == "/"  # the token leaves the address bar
-    attrs = {a.strip().lower() for a in (first.header("set-cookie") or "").split(";")}
-    assert {"httponly", "samesite=strict", "path=/"} <= attrs
-    assert viewer.cookie == f"mempal_ui_{viewer.port}={viewer.token}"
+    assert viewer.get("/favicon.ico", raw=True).status == 204  # asked for by every browser, holds nothing
     page = viewer.get("/")
-    assert page.status == 200 and "acme" in page.text
-    deep = viewer.get(f"/search?q=flamingo&token={viewer.token}", cookie="")
-    assert deep.status == 303 and deep.header("location") == "/search?q=flamingo"
+    assert page.status == 200 and "acme" in page.text and page.header("set-cookie") is None
+    assert f'href="{viewer.base}/search"' in page.text and f'href="{viewer.base}/static/style.css"' in page.text
+    assert 'href="/search"' not in page.text  # every link of the page is under the key
+    bare = viewer.get(viewer.base, raw=True)
+    assert bare.status == 303 and bare.header("location") == viewer.base + "/"
+    found = viewer.get("/search?q=flamingo")
+    assert found.status == 200 and "flamingo" in found.text and found.header("set-cookie") is None
 
 
 @pytest.mark.timeout(180)
 def test_the_host_header_must_be_the_address_bound(viewer: Viewer) -> None:
-    viewer.login()
     assert viewer.get("/").status == 200
     for host in ("evil.example", f"evil.example:{viewer.port}", f"localhost:{viewer.port}",
                  f"127.0.0.1:{viewer.port + 1}", f"127.0.0.2:{viewer.port}", ""):
         reply = viewer.get("/", host=host)
         assert reply.status == 421, host
         assert "acme" not in reply.text
-    assert viewer.get("/?token=" + viewer.token, host=f"rebind.example:{viewer.port}", cookie="").status == 421
+    assert viewer.get("/", host=f"rebind.example:{viewer.port}").status == 421
 
 
 @pytest.mark.timeout(180)
 def test_changes_need_post_and_the_csrf_token(viewer: Viewer, palace: tuple[Daemon, str]) -> None:
     daemon, did = palace
-    viewer.login()
     csrf = viewer.csrf(f"/drawer/{did}")
     assert csrf != viewer.token
     action = f"/drawer/{did}/delete"
@@ -223,12 +218,12 @@ def test_changes_need_post_and_the_csrf_token(viewer: Viewer, palace: tuple[Daem
     assert viewer.post(action, {"csrf": csrf}, headers={"Origin": "null"}).status == 403  # a sandboxed page
     assert viewer.request("POST", action, body=f'{{"csrf": "{csrf}"}}',
                           headers={"Content-Type": "application/json"}).status == 403
-    assert viewer.post(action, {"csrf": csrf}, cookie="").status == 401
+    assert viewer.post(action, {"csrf": csrf}, raw=True).status == 401  # without the key
     assert live(), "a refused request deleted the drawer"
 
     done = viewer.post(action, {"csrf": csrf, "reason": "superseded"},
                        headers={"Origin": f"http://127.0.0.1:{viewer.port}", "Sec-Fetch-Site": "same-origin"})
-    assert done.status == 303 and done.header("location") == f"/drawer/{did}"
+    assert done.status == 303 and done.header("location") == f"{viewer.base}/drawer/{did}"
     assert not live()
     page = viewer.get(f"/drawer/{did}").text
     assert "Soft-deleted by user" in page and "superseded" in page and "Restore" in page
@@ -238,7 +233,6 @@ def test_changes_need_post_and_the_csrf_token(viewer: Viewer, palace: tuple[Daem
 
 @pytest.mark.timeout(180)
 def test_no_cors_and_a_csp_that_allows_no_script(viewer: Viewer) -> None:
-    viewer.login()
     pre = viewer.request("OPTIONS", "/", headers={"Origin": "http://evil.example",
                                                   "Access-Control-Request-Method": "POST"})
     assert pre.status == 405
@@ -254,7 +248,6 @@ def test_no_cors_and_a_csp_that_allows_no_script(viewer: Viewer) -> None:
 @pytest.mark.timeout(180)
 def test_memory_text_is_escaped_on_every_page_that_shows_it(viewer: Viewer, palace: tuple[Daemon, str]) -> None:
     _, did = palace
-    viewer.login()
     for path in ("/search?q=flamingo+release+checklist", f"/drawer/{did}", "/timeline?wing=acme"):
         text = viewer.get(path).text
         assert "&lt;script&gt;window.__pwned" in text, path
@@ -269,7 +262,6 @@ def test_another_address_only_when_asked_and_with_a_warning(palace: tuple[Daemon
     try:
         assert wide.address == "127.0.0.1"  # the printed URL still points at this machine
         assert listening(wide.proc.pid) == {("0.0.0.0", wide.port)}
-        wide.login()
         assert wide.get("/").status == 200
         assert wide.get("/", host=f"attacker.example:{wide.port}").status == 421
     finally:
@@ -281,7 +273,6 @@ def test_another_address_only_when_asked_and_with_a_warning(palace: tuple[Daemon
 @pytest.mark.timeout(180)
 def test_ctrl_c_stops_it(palace: tuple[Daemon, str]) -> None:
     v = Viewer(palace[0].env, "--port", "0")
-    v.login()
     assert v.get("/").status == 200
     code, err = v.stop(signal.SIGINT)
     assert code == 0 and "stopped" in err
@@ -291,7 +282,6 @@ def test_ctrl_c_stops_it(palace: tuple[Daemon, str]) -> None:
 
 @pytest.mark.timeout(180)
 def test_errors_are_pages_that_say_what_happened(viewer: Viewer, tmp_path: Path) -> None:
-    viewer.login()
     assert viewer.get("/drawer/not-a-drawer-id").status == 400
     missing = viewer.get("/drawer/00000000-0000-4000-8000-000000000000")
     assert missing.status == 404 and "no drawer" in missing.text
@@ -301,7 +291,6 @@ def test_errors_are_pages_that_say_what_happened(viewer: Viewer, tmp_path: Path)
     env = isolated_env(tmp_path)  # a palace with no daemon
     lonely = Viewer(env)
     try:
-        lonely.login()
         down = lonely.get("/")
         assert down.status == 503 and "mempald is not running" in down.text
     finally:
@@ -314,7 +303,6 @@ def test_pages_come_back_when_the_daemon_restarts(viewer: Viewer, palace: tuple[
     """(Last in this module: it restarts the module's daemon.) The viewer keeps its connections between pages;
     a daemon that went away gives a 503 page, and once it is back the next page is served on a new one."""
     daemon, did = palace
-    viewer.login()
     assert viewer.get(f"/drawer/{did}").status == 200
     assert daemon.stop() == 0
     down = viewer.get(f"/drawer/{did}")
@@ -322,3 +310,60 @@ def test_pages_come_back_when_the_daemon_restarts(viewer: Viewer, palace: tuple[
     daemon.start()
     assert viewer.get(f"/drawer/{did}").status == 200
     assert viewer.get("/").status == 200
+
+
+FAKE_BROWSER = """#!{python}
+# What `mempal ui --open` starts as the browser: like a real one it leaves a process running with the URL in its
+# command line (readable by every local user in ps) and, as the browser, follows that URL.
+import http.client, json, os, sys, time, urllib.parse
+if os.fork():
+    sys.exit(0)
+url = urllib.parse.urlsplit(sys.argv[1])
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+conn.request("GET", url.path, headers={{"Host": url.netloc}})
+first = conn.getresponse()
+first.read()
+where = first.getheader("location") or ""
+conn.request("GET", where, headers={{"Host": url.netloc}})
+page = conn.getresponse()
+out = {{"pid": os.getpid(), "first": first.status, "location": where, "page": page.status,
+        "text": page.read().decode()}}
+with open({out!r} + ".tmp", "w") as f:
+    json.dump(out, f)
+os.rename({out!r} + ".tmp", {out!r})
+time.sleep(120)  # the browser's lifetime
+"""
+
+
+@pytest.mark.timeout(180)
+def test_open_hands_the_browser_a_one_time_link_and_ps_shows_no_key(palace: tuple[Daemon, str],
+                                                                    tmp_path: Path) -> None:
+    """Issue 47 H3: `--open` put the token in the browser's command line, readable by every local user in `ps`
+    for the browser's lifetime. The attack, replayed: read the browser's command line from /proc (what `ps`
+    shows) and use the URL in it."""
+    out = tmp_path / "browser.json"
+    fake = tmp_path / "browser"
+    fake.write_text(FAKE_BROWSER.format(python=sys.executable, out=str(out)))
+    fake.chmod(0o755)
+    v = Viewer({**palace[0].env, "BROWSER": str(fake)}, "--open")
+    pid = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert out.exists(), "the browser was not started, or it did not load the page"
+        seen = json.loads(out.read_text())
+        pid = seen["pid"]
+        assert seen["first"] == 303 and seen["location"] == v.base + "/"
+        assert seen["page"] == 200 and "acme" in seen["text"]  # the browser got in
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")  # what ps shows, still running
+        assert v.token not in " ".join(argv)
+        link = next(a for a in argv if a.startswith("http://"))
+        assert urlsplit(link).path.startswith("/open/")
+        stolen = v.get(urlsplit(link).path, raw=True)  # another user replays it
+        assert stolen.status == 401 and v.token not in stolen.text and stolen.header("location") is None
+        assert "acme" not in stolen.text and "used already" in stolen.text
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+        v.stop()

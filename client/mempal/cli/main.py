@@ -38,7 +38,7 @@ LOCAL: tuple[tuple[str, str, str], ...] = (
     ("uninstall-hooks", "remove exactly the hooks install-hooks added", "mempal.install"),
     ("install-mcp", "register the mempal MCP server with Claude Code (and Codex)", "mempal.install"),
     ("mcp", "serve mempal's tools over MCP on stdin/stdout (for Claude Code, Codex...)", "mempal.mcp_server"),
-    ("ui", "browse the palace in a local web viewer (127.0.0.1, token-protected)", "mempal.ui.command"),
+    ("ui", "browse the palace in a local web viewer (127.0.0.1, key-protected)", "mempal.ui.command"),
     ("bench", "retrieval benchmarks without the daemon: bench longmemeval FILE", "mempal.cli.bench"),
 )
 

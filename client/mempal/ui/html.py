@@ -3,8 +3,9 @@
 Pages are never written as format strings: ``el(tag, *children, **attrs)`` escapes every child that is not
 already ``Markup`` and every attribute value, so memory text (a stored ``<script>``, an ``onerror=`` in a
 transcript) always reaches the browser as text. Link targets must be this viewer's own paths (``/...``, ``?...``
-or ``#...``): a ``javascript:`` or off-site URL cannot be built. The Content-Security-Policy the guard sends
-(no script at all) is the second wall behind this one.
+or ``#...``): a ``javascript:`` or off-site URL cannot be built. A path is written under the viewer's key
+(``BASE``, set by the guard for each request: ``/search`` becomes ``/<key>/search``). The Content-Security-Policy
+the guard sends (no script at all) is the second wall behind this one.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import functools
 import html
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote, urlencode
 
 VOID = frozenset({"br", "hr", "input", "meta", "link", "img", "col", "wbr"})
 URL_ATTRS = frozenset({"href", "action", "src", "xlink:href", "formaction"})
+BASE: ContextVar[str] = ContextVar("mempal_ui_base", default="")  # the key's path prefix, "/<key>"
 # attribute spellings that keep their case or a colon (SVG)
 SPELLED = {"viewbox": "viewBox", "xlink_href": "xlink:href", "preserve_aspect_ratio": "preserveAspectRatio"}
 
@@ -99,8 +102,8 @@ def el(tag: str, *children: Any, **attrs: Any) -> Markup:
             parts.append(name)
             continue
         text = str(value)
-        if name in URL_ATTRS:
-            check_url(text)
+        if name in URL_ATTRS and check_url(text).startswith("/"):
+            text = BASE.get() + text
         parts.append(f'{name}="{_escape(text)}"')
     opening = "<" + " ".join(parts) + ">"
     if tag in VOID:

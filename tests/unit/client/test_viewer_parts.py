@@ -3,12 +3,15 @@ graph's data (from a real knowledge graph in SQLite) and its picture, and the re
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 
+import anyio
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
-from mempal.ui.guard import Guard, Keys
+from mempal.ui.guard import Guard, Keys, OneTimeLinks
 from mempal.ui.html import Markup, check_url, el, esc, join, link
 from mempal.ui.pages.overview import Rates
 from mempal.ui.svg import HEIGHT, WIDTH, layout, picture
@@ -126,3 +129,56 @@ def test_read_rates_and_eta_from_two_status_samples() -> None:
     assert ex_rate == 10.0 and drained == 1000.0 and eta == 6.0
     rates.add({"sources": [{**src, "exchanges": 150, "backlog_bytes": 0}]}, now=200.0)  # older samples age out
     assert rates.of("claude_code") == (None, None, None)
+
+
+def test_a_one_time_link_works_once_and_only_within_its_time() -> None:
+    now = [1000.0]
+    links = OneTimeLinks(clock=lambda: now[0])
+    first, second, third = links.issue(), links.issue(), links.issue()
+    assert len({first, second, third}) == 3 and len(first) >= 40
+    assert links.redeem(first) and not links.redeem(first)  # spent
+    assert not links.redeem("x" * len(second)) and not links.redeem("")
+    now[0] += OneTimeLinks.TTL_S - 1
+    assert links.redeem(second)
+    now[0] += 2
+    assert not links.redeem(third) and not links.redeem(third)  # expired, then spent
+
+
+def _ask(g: Guard, path: str, client: tuple[str, int] = ("127.0.0.1", 50000)) -> tuple[int, bytes, dict[str, str]]:
+    """One GET through the guard, as uvicorn hands it over."""
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": [(b"host", b"127.0.0.1:8765")], "client": client, "server": ("127.0.0.1", 8765),
+             "root_path": "", "scheme": "http", "http_version": "1.1"}
+    anyio.run(g, scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], body, {k.decode(): v.decode() for k, v in start["headers"]}
+
+
+def test_the_pages_links_and_redirects_are_under_the_key_and_other_users_are_refused_first() -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["root_path"] == "/key"
+        await send({"type": "http.response.start", "status": 303, "headers": [(b"location", b"/drawer/1")]})
+        await send({"type": "http.response.body", "body": el("a", "x", href="/search").encode()})
+
+    keys = Keys("key", "c")
+    uids = {50000: os.getuid(), 50001: os.getuid() + 1}
+    g = Guard(app, keys=keys, host="127.0.0.1", port=8765, uid_of=lambda c, s: uids.get(c[1]))
+    status, body, headers = _ask(g, "/key/drawer/1/x")
+    assert status == 303 and headers["location"] == "/key/drawer/1" and body == b'<a href="/key/search">x</a>'
+    assert el("a", "x", href="/search") == '<a href="/search">x</a>'  # outside a request: as written
+    nonce = keys.links.issue()
+    for path in ("/key/", f"/open/{nonce}", "/favicon.ico"):
+        status, body, _ = _ask(g, path, client=("127.0.0.1", 50001))  # another user, key or nonce in hand
+        assert status == 403 and b"only the user who started it" in body
+        assert _ask(g, path, client=("127.0.0.1", 50002))[0] == 403  # a peer the table does not list
+    assert _ask(g, f"/open/{nonce}")[0] == 303  # the refused tries did not spend it
+    assert _ask(g, "/key/")[0] == 303

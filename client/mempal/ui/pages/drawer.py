@@ -1,5 +1,7 @@
 """A drawer in its session (the exchanges before and after it), with where it came from; soft delete and
-restore (POST forms with the CSRF token); and a session read in order, a page at a time."""
+restore (POST forms with the CSRF token); and a session read as one page: every exchange in order, in full (no
+inner scroll boxes), each part with a link to its drawer (a session of more than ``SESSION_PAGE`` exchanges
+goes on on a next page)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from mempal.ui.frame import (
 from mempal.ui.html import Markup, el, join
 
 AROUND = 5  # exchanges shown before and after a drawer
-SESSION_PAGE = 20  # exchanges per page of a session
+SESSION_PAGE = 200  # exchanges per page of a session: the most one ``session_drawers`` call gives
 ITEM_CHARS = 420
 
 
@@ -45,12 +47,21 @@ def _meta(d: dict[str, Any]) -> Markup:
         ("Importance", d.get("importance")), ("Time", stamp(d.get("timestamp"), d.get("ts"))),
         ("Agent", d.get("agent")), ("Branch", d.get("git_branch")), ("Working directory", d.get("cwd")),
         ("Source", join(d.get("source_kind") or "", ": ", where)),
-        ("Session", el("a", session, href=session_href(session)) if session else ""),
+        ("Session", el("a", session, href=session_href(session, _page_of(pos)) + f"#x{pos}") if session else ""),
         ("Exchange key", el("code", d.get("exchange_key")) if d.get("exchange_key") else ""),
         ("Tools", ", ".join(d.get("tools") or [])), ("Filed", str(d.get("filed_at") or "")[:19].replace("T", " ")),
         ("Added by", d.get("added_by")), ("Machine", d.get("machine")),
         ("Drawer", el("code", d.get("drawer_id"))),
     ])
+
+
+def _page_of(position: Any) -> int:
+    """The first position of the session page that shows ``position``."""
+    try:
+        pos = int(position)
+    except (TypeError, ValueError):
+        return 0
+    return pos - pos % SESSION_PAGE if pos > 0 else 0
 
 
 def _deleted(d: dict[str, Any]) -> bool:
@@ -135,6 +146,23 @@ async def render(request: Request, ctx: Ctx) -> str:
     return page(title, *body)
 
 
+def _exchange(parts: list[dict[str, Any]]) -> Markup:
+    """One exchange of a session page, whole: each part's text and a link to its drawer."""
+    d = parts[0]
+    pos = d.get("position")
+    many = len(parts) > 1
+    texts = [join(el("pre", x.get("text"), class_="text full"),
+                  el("p", f"part {i} of {len(parts)} · " if many else None,
+                     el("a", "drawer ", el("code", x["drawer_id"]), href=drawer_href(str(x["drawer_id"]))),
+                     class_="cite")) for i, x in enumerate(parts, 1)]
+    return el("li", el("div", el("a", f"#{pos}", href=drawer_href(str(d["drawer_id"]))),
+                       el("span", stamp(d.get("timestamp"), d.get("ts")), class_="muted"),
+                       tag(d.get("agent"), "agent") if d.get("agent") else None,
+                       el("span", f"{len(parts)} parts", class_="muted") if many else None,
+                       tag("deleted", "bad") if _deleted(d) else None, class_="meta"),
+              texts, id=f"x{pos}", class_="exchange")
+
+
 async def session(request: Request, ctx: Ctx) -> str:
     sid = request.query_params.get("id", "")
     try:
@@ -147,12 +175,19 @@ async def session(request: Request, ctx: Ctx) -> str:
     if not drawers:
         return page("Session", message(f"No drawers of session {sid!r} from exchange #{start} on."))
     d = drawers[0]
+    first, last = int(res.get("first") or 0), int(res.get("last") or 0)
+    nav = el("p", el("a", "← earlier exchanges", href=session_href(sid, max(0, first - SESSION_PAGE)))
+             if res.get("earlier") else None,
+             el("a", "later exchanges →", href=session_href(sid, last + 1)) if res.get("later") else None,
+             class_="pager") if res.get("earlier") or res.get("later") else None
+    groups = exchanges(drawers)
     return page(f"Session {clip(d.get('title') or sid, 60)}",
                 el("div", facts([("Session", el("code", sid)), ("Wing", el("a", d.get("wing"), href=timeline_href(
                     str(d.get("wing") or "")))), ("Source", el("code", d.get("source_path"))),
                     ("Agent", d.get("agent")), ("Branch", d.get("git_branch")),
-                    ("Exchanges shown", f"#{res.get('first')} to #{res.get('last')}")]), class_="card"),
-                _timeline(res, None))
+                    ("Exchanges", f"{count(len(groups), 'exchange')} (#{first} to #{last}), "
+                                  f"{count(res.get('total'), 'drawer')} in the session")]), class_="card"),
+                nav, el("ol", [_exchange(parts) for parts in groups], class_="exchanges"), nav)
 
 
 async def delete(request: Request, ctx: Ctx) -> RedirectResponse:

@@ -1,5 +1,7 @@
 """Search: the CLI's search with every one of its filters (the form is built from the method's declaration, so
-a filter added to the table appears here), hits with their citations, each opening its drawer."""
+a filter added to the table appears here: a list of choices as checkboxes, one choice (an ``enum``) as radio
+buttons), hits with their citations, each opening its drawer. ``format=index`` hits are one line each (what the
+daemon answers: title, wing/room, date, score, the drawer's size), without an excerpt or a source."""
 
 from __future__ import annotations
 
@@ -47,6 +49,8 @@ def _values(request: Request) -> dict[str, Any]:
         raw = [v.strip() for v in q.getlist(p.name) for v in v.split(",") if v.strip()]
         if not raw:
             continue
+        if p.kind == "enum" and raw[0] == p.default:
+            continue  # the choice made when none is: not a filter
         if p.kind == "int":
             try:
                 out[p.name] = int(raw[0])
@@ -63,6 +67,11 @@ def _field(p: Param, given: dict[str, Any], lists: dict[str, list[str]]) -> Mark
     value = given.get(p.name)
     shown = ", ".join(value) if isinstance(value, list) else ("" if value is None else str(value))
     label = p.name.replace("_", " ")
+    if p.kind == "enum":  # one choice
+        picked = value or p.default
+        radios = [el("label", el("input", type="radio", name=p.name, value=c, checked=c == picked), c,
+                     class_="check") for c in p.choices]
+        return el("fieldset", el("legend", label), radios, title=p.help)
     if p.choices:
         chosen = set(value if isinstance(value, list) else [value] if value else [])
         boxes = [el("label", el("input", type="checkbox", name=p.name, value=c, checked=c in chosen), c,
@@ -86,10 +95,26 @@ def form(query: str, given: dict[str, Any], lists: dict[str, list[str]]) -> Mark
               method="get", action="/search", class_="search")
 
 
+def index_hit(n: int, h: dict[str, Any]) -> Markup:
+    """A hit of ``format=index``: its one line, as links and tags."""
+    did = str(h.get("drawer_id", ""))
+    return el(
+        "article",
+        el("header", el("a", f"[{n}] ", h.get("title") or did, href=drawer_href(did), class_="title"),
+           el("span", f"score {float(h.get('score') or 0):.3f}", class_="score")),
+        el("div", el("a", tag(h.get("wing"), "wing"), href=timeline_href(str(h.get("wing") or ""))),
+           tag(h.get("room"), "room"), el("span", h.get("date") or "", class_="muted"),
+           el("span", f"{number(h.get('tokens'))} tokens in full", class_="muted") if h.get("tokens") else None,
+           el("a", "drawer ", el("code", did), href=drawer_href(did)), class_="meta"),
+        class_="hit index",
+    )
+
+
 def hit(n: int, h: dict[str, Any]) -> Markup:
     did = str(h.get("drawer_id", ""))
     pos = h.get("position")
-    where = join(el("code", h.get("source_path") or "?"), f" #{pos}" if pos not in (None, "") else "")
+    source = h.get("source_path")
+    where = join(el("code", source), f" #{pos}" if pos not in (None, "") else "") if source else None
     session = str(h.get("session_id") or "")
     return el(
         "article",
@@ -101,10 +126,10 @@ def hit(n: int, h: dict[str, Any]) -> Markup:
            tag(h.get("memory_type"), "type") if h.get("memory_type") not in (None, "", "none") else None,
            tag(h.get("agent"), "agent") if h.get("agent") else None,
            el("span", stamp(h.get("timestamp")), class_="muted"), class_="meta"),
-        el("pre", clip(h.get("text"), EXCERPT), class_="text"),
-        el("p", "from ", where,
-           [" · session ", el("a", clip(session, 40), href=session_href(session))] if session else None,
-           " · ", el("a", "drawer ", el("code", did), href=drawer_href(did)), class_="cite"),
+        el("pre", clip(h.get("text"), EXCERPT), class_="text") if str(h.get("text") or "").strip() else None,
+        el("p", ["from ", where, " · "] if where else None,
+           ["session ", el("a", clip(session, 40), href=session_href(session)), " · "] if session else None,
+           el("a", "drawer ", el("code", did), href=drawer_href(did)), class_="cite"),
         class_="hit",
     )
 
@@ -136,7 +161,8 @@ async def render(request: Request, ctx: Ctx, names: Names) -> str:
         hits = result.get("hits", [])
         body.append(el("p", f"{number(len(hits))} hits for ", el("q", query), class_="lead") if hits else
                     message(f"No memories match {query!r} with these filters."))
-        body += [hit(i, h) for i, h in enumerate(hits, 1)]
+        show = index_hit if result.get("format") == "index" else hit
+        body += [show(i, h) for i, h in enumerate(hits, 1)]
         tunnels = result.get("tunnels") or {}
         if tunnels:
             body.append(el("p", "Related wings: ", [join(el("b", room), ": ", ", ".join(ws), "; ")
