@@ -138,9 +138,7 @@ class HooksSettings:
     # The relevance a memory needs to be injected (see search.min_score): the floor with the best gain on every
     # half of bench/recall.py's coding and LoCoMo sets (answerable prompts answered minus unrelated ones injected).
     recall_threshold: float = 0.13
-    # The relevance a memory of another project needs (searched beside the cwd's project, or alone from a folder
-    # with no memory yet): chosen by bench/recall.py's cross-project and near-miss prompts (README, Recall).
-    # Above 1.0: recall never looks beyond the cwd's project (and a folder with no memory gets none).
+    # ... and a memory of another project (bench/recall.py's cross-project sets; above 1: never beyond the project)
     recall_beyond_threshold: float = 0.35
     recall_max_tokens: int = 600
     stop_every: int = 15
@@ -325,12 +323,11 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("ingest.max_file_bytes: must be at least 1024")
     if s.store.min_free_mb < 0:
         raise ConfigError("store.min_free_mb: must be 0 (no check) or a number of MB")
-    for key, value in (("search.min_score", s.search.min_score), ("hooks.recall_threshold", s.hooks.recall_threshold)):
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{key}: a relevance between 0 and 1, got {value}")
-    if not 0.0 <= s.hooks.recall_beyond_threshold <= 2.0:
-        raise ConfigError("hooks.recall_beyond_threshold: a relevance between 0 and 1 (above 1: never beyond the "
-                          f"project), got {s.hooks.recall_beyond_threshold}")
+    for key, value, top in (("search.min_score", s.search.min_score, 1.0), ("hooks.recall_threshold",
+                            s.hooks.recall_threshold, 1.0), ("hooks.recall_beyond_threshold",
+                            s.hooks.recall_beyond_threshold, 2.0)):  # above 1: never beyond the project
+        if not 0.0 <= value <= top:
+            raise ConfigError(f"{key}: a relevance between 0 and {top:g}, got {value}")
     url = s.store.url
     if url and not (url.startswith(("http://", "https://", "path:")) or url == ":memory:"):
         raise ConfigError("store.url: expected http(s)://..., path:/dir or :memory:")

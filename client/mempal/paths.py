@@ -252,9 +252,6 @@ def locate(environ: Mapping[str, str] | None = None, *, run_user: str | os.PathL
     return Located(path, how, ddir, pointer if same else None)
 
 
-PIN_KEYS = ("MEMPAL_DATA_DIR", "MEMPAL_CONFIG_DIR", "MEMPAL_RUNTIME_DIR", "MEMPAL_SOCKET")
-
-
 def pinned_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The location variables to write into an MCP server's or a hook's environment so that it finds this
     palace even when its host passes only HOME, USER and PATH: the data and config directories where they differ

@@ -118,7 +118,6 @@ class _Reader:
         self.pending: dict[str, _Pending] = {}  # Task/Agent tool_use id -> its call, until its sidechain starts
         self.agent_calls: dict[str, _Pending] = {}  # every Task/Agent tool_use id -> its call
         self.links: dict[str, tuple[str, str]] = {}  # sub-agent id -> (parent exchange key, sub-agent type)
-        self.agent_file = False
 
     # exchanges -------------------------------------------------------------------------------------------
     def open(self, rec: dict[str, Any], offset: int, user: str, **kw: Any) -> _Open:

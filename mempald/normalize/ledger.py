@@ -47,10 +47,6 @@ class Ledger:
         self.entries = [replace(a, outcome=SKIPPED, exchange="", what=reason) if a.exchange == key and
                         a.outcome != SKIPPED else a for a in self.entries]
 
-    def rekey(self, old: str, new: str) -> None:
-        """The exchange ``old`` is stored under the key ``new``."""
-        self.entries = [replace(a, exchange=new) if a.exchange == old else a for a in self.entries]
-
     def extend(self, other: Ledger) -> None:
         self.entries.extend(other.entries)
 

@@ -66,7 +66,7 @@ from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
 from mempald.state.db import State
-from mempald.store.base import Store
+from mempald.store.base import SCHEMA_VERSION, Store
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
@@ -106,8 +106,8 @@ def open_backends(settings: Settings) -> Backends:
             "run `mempal reindex` to re-embed it, or set embed.model back"
         )
     if not meta:
-        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": 1, "created_at": time.time(),
-                        META_KEY: Bm25Encoder().tokenizer})
+        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
+                        "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
     hosted = opened if isinstance(opened, HostedEdgeStore) else None
     try:
         state = State(ddir / "state.sqlite3")

@@ -151,10 +151,6 @@ class ReadResult:
     skipped_long: int = 0
 
 
-def stat_key(path: Path) -> os.stat_result:
-    return path.stat()
-
-
 def read_lines(
     path: Path,
     offset: int,

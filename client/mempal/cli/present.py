@@ -10,10 +10,6 @@ from typing import Any
 from mempal.cli import render
 
 
-def print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
-
-
 def as_json(_args: argparse.Namespace, result: Any) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False, default=str)
 
