@@ -19,6 +19,8 @@ from typing import Any, get_type_hints
 import platformdirs
 import tomli_w
 
+from mempald.config_values import coerce
+
 APP = "mempald"
 
 
@@ -200,40 +202,10 @@ _MODES = ("convos", "projects", "pack")
 
 
 def _coerce(key: str, value: Any, typ: Any) -> Any:
-    if typ is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return value.lower() in ("1", "true", "yes", "on")
-        raise ConfigError(f"{key}: expected true or false, got {value!r}")
-    if typ is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if typ is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{key}: expected a number, got {value!r}")
-    if typ is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"{key}: expected a string, got {value!r}")
-    if typ == tuple[str, ...]:  # a list of strings (from the environment: separated by os.pathsep)
-        items = value.split(os.pathsep) if isinstance(value, str) else value
-        if isinstance(items, list | tuple) and all(isinstance(v, str) for v in items):
-            return tuple(v for v in items if v.strip())
-        raise ConfigError(f"{key}: expected a list of strings, got {value!r}")
-    raise ConfigError(f"{key}: unsupported setting type")
+    try:
+        return coerce(key, value, typ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _source_spec(key: str, raw: Any) -> SourceSpec:
