@@ -348,6 +348,14 @@ def installed_command(env: dict[str, str], event: str) -> str:
     return f"{prefix} {event}"
 
 
+def children_cpu_ms() -> float:
+    """CPU time (user + system) of this process's waited-for children so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (ru.ru_utime + ru.ru_stime) * 1000
+
+
 def run_installed(env: dict[str, str], event: str, payload: Any) -> tuple[subprocess.CompletedProcess[str], float]:
     """One hook run as the host runs it: the installed command line, through a shell, from the user's home."""
     data = payload if isinstance(payload, str) else json.dumps(payload)
@@ -357,13 +365,22 @@ def run_installed(env: dict[str, str], event: str, payload: Any) -> tuple[subpro
     return res, time.perf_counter() - t0
 
 
-def bare_run_ms(env: dict[str, str]) -> float:
+def timed(env: dict[str, str], event: str, payload: Any) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``run_installed`` with the wall time and the CPU time (shell, env, interpreter, hook) in ms."""
+    cpu = children_cpu_ms()
+    res, dt = run_installed(env, event, payload)
+    return res, dt * 1000, children_cpu_ms() - cpu
+
+
+def bare_run_ms(env: dict[str, str]) -> tuple[float, float]:
     """One run of the installed command's shape (the shell, the pins, this Python with -P -S) doing nothing:
-    what a hook costs before its own work, measured beside each hook run on this shared machine."""
+    what a hook costs before its own work, measured beside each hook run on this shared machine (wall and CPU
+    time, ms)."""
+    cpu = children_cpu_ms()
     t0 = time.perf_counter()
     subprocess.run(installed_command(env, "").replace(" -c ", " -c pass #", 1), shell=True, input="",
                    capture_output=True, env=env, cwd=env["HOME"], timeout=60, check=True)
-    return (time.perf_counter() - t0) * 1000
+    return (time.perf_counter() - t0) * 1000, children_cpu_ms() - cpu
 
 
 def stragglers(runtime: str, daemon_pid: int) -> list[int]:
@@ -415,13 +432,16 @@ def test_a_hung_daemon_costs_one_timeout_then_hooks_skip_it_until_it_answers(liv
 
         # after: the marker is there; every hook skips the daemon
         after: dict[str, list[float]] = {"prompt": [], "file": []}
+        cpu: list[float] = []  # the hook's CPU time beyond the same command doing nothing, run by run
         bare: list[float] = []
         for i in range(15):
             for event, payload in (("prompt", prompt), ("file", {**touch, "session_id": f"hung-{i}"})):
-                res, dt = run_installed(env, event, payload)
+                res, wall, used = timed(env, event, payload)
                 assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), event
-                after[event].append(dt * 1000)
-                bare.append(bare_run_ms(env))
+                after[event].append(wall)
+                empty_wall, empty_cpu = bare_run_ms(env)
+                bare.append(empty_wall)
+                cpu.append(used - empty_cpu)
         for event, payload in others.items():
             res, dt = run_installed(env, event, payload)
             assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), event
@@ -432,12 +452,15 @@ def test_a_hung_daemon_costs_one_timeout_then_hooks_skip_it_until_it_answers(liv
     p50 = {e: statistics.median(t) for e, t in after.items()}
     worst = max(max(t) for t in after.values())
     empty = statistics.median(bare)
+    own = statistics.median(cpu)
     print(f"\nRELIABILITY hung daemon (SIGSTOP): prompt hook {before['prompt']:.0f} ms and file hook "
           f"{before['file']:.0f} ms on every run before; after the first timeout p50 prompt {p50['prompt']:.0f} ms, "
-          f"file {p50['file']:.0f} ms, max {worst:.0f} ms (the same command doing nothing: p50 {empty:.0f} ms)")
-    # the hook's own share: a stat, and a 20 ms probe once a second; about 5-15 ms on a quiet machine (the
-    # README's figure), several times that on a shared CI machine at load 7 on 2 cores, never the timeout's 2-3 s
-    assert p50["prompt"] - empty < 100 and p50["file"] - empty < 100, (after, bare)
+          f"file {p50['file']:.0f} ms, max {worst:.0f} ms (the same command doing nothing: p50 {empty:.0f} ms); "
+          f"the hook's own CPU time beyond that: p50 {own:.1f} ms ({os.getloadavg()[0]:.1f} load)")
+    # The hook's own share, in CPU time (wall time on a shared 2-core machine is mostly waiting for a core): its
+    # imports, a stat, and once a second a probe (a 20 ms wait, no CPU). Under 50 ms: about 10 here.
+    assert own < 50, cpu
+    assert p50["prompt"] < 1000 and p50["file"] < 1000, after  # never the timeout's 2-3 s
     assert worst < 1000, worst  # a probe waits 20 ms; a loaded machine adds the rest
 
     # SIGCONT: noticed at the next probe; the marker goes and memories are injected again
@@ -445,8 +468,11 @@ def test_a_hung_daemon_costs_one_timeout_then_hooks_skip_it_until_it_answers(liv
         res, _ = run_installed(env, "prompt", {**prompt, "session_id": f"after-{time.monotonic()}"})
         return res.stdout
 
+    resumed = time.perf_counter()
     out = live.wait_for(recovered, timeout=30)
     assert "mix phx.server doesnt seem to start" in out and not marker.exists()
+    print(f"RELIABILITY hung daemon: memories injected again {(time.perf_counter() - resumed) * 1000:.0f} ms "
+          "after SIGCONT")
 
 
 @pytest.mark.timeout(240)
