@@ -608,6 +608,14 @@ def test_doctor_runs_the_installed_hooks_and_sees_a_broken_hook_path(home: Path)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     (before,) = doctor_hooks(env)
     assert not before["ok"] and before["warning"] and "not in" in before["detail"]
+    from mempal.paths import runtime_dir
+
+    marker = runtime_dir(env) / "daemon-hung"  # what the hooks leave when the daemon did not answer
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{time.time():.3f} prompt_context\n")
+    hung = [c for c in doctor_hooks(env) if c["name"] == "hooks and the daemon"]
+    assert hung and hung[0]["warning"] and "did not answer prompt_context" in hung[0]["detail"]
+    marker.unlink()
     out = mempal_cli(env, "install-hooks")
     assert out.returncode == 0, out.stderr
     (ok,) = doctor_hooks(env)

@@ -11,12 +11,14 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from mempal.connection import DaemonUnavailable, call
 from mempal.hook import PROBE_FLAG
+from mempal.hook_hung import mark_path
 from mempal.install import claude_settings_path, codex_hooks_path, hook_entries, is_ours
 from mempal.install_files import InstallError, read_json
 from mempal.paths import locate
@@ -148,7 +150,22 @@ def check_hooks() -> list[Check]:
                          check_hook_file("Codex hooks", codex_hooks_path("user"), "codex")) if c is not None]
     if not any(c.name.startswith("Claude Code") for c in found):
         found.insert(0, Check("Claude Code hooks", False, f"not in {user}", "mempal install-hooks", warning=True))
-    return found
+    hung = check_hung_marker()
+    return found + ([hung] if hung is not None else [])
+
+
+def check_hung_marker() -> Check | None:
+    """The hooks' marker of a daemon that did not answer (``mempal.hook_hung``): while it is there, hooks skip
+    the daemon (until it answers a probe)."""
+    marker = Path(mark_path())
+    try:
+        when, _, method = marker.read_text(encoding="utf-8").strip().partition(" ")
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(when)))
+    except (OSError, ValueError):
+        return None
+    return Check("hooks and the daemon", False, f"hooks skip the daemon: it did not answer {method or 'a call'} in "
+                 f"time at {since} ({marker}); the next hook probes it again", "if it stays: `mempal logs`, then "
+                 "restart mempald", warning=True)
 
 
 def check_mcp() -> Check:
