@@ -6,16 +6,16 @@ and every other key stay as they were); idempotent; a backup before a change; at
 prints what the file would become. A hook command is this Python running the hook's entry
 (``/venv/bin/python3 -P -S -c 'import sys; sys.path.append(...); exec(GUARD)' prompt``, where GUARD imports
 the hook's entry and exits 0 silently when it cannot, then runs it: the fastest start, see ``hook_argv``);
-mempal's own handlers are recognised by their command (that,
-or ``mempal-hook`` and ``-m mempal.hook`` of earlier releases), so ``uninstall-hooks`` removes exactly those,
-and a re-install replaces a stale one (an old path) in place.
+mempal's own handlers are recognised by their command (that, or ``mempal-hook`` and ``-m mempal.hook`` of
+earlier releases), so ``uninstall-hooks`` removes exactly those, and a re-install replaces a stale one (an old
+path) in place.
 
 Where: Claude Code hooks in ``~/.claude/settings.json`` (``--scope user``, the default) or
 ``.claude/settings.json`` of the current directory (``--scope project``); Codex hooks (``--codex``) in
 ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) or ``.codex/hooks.json``. Codex gets every hook but the file
-gate (PreToolUse on Claude Code's file tools, which Codex does not have). When this palace lives where a bare
-environment would not find it (``mempal.paths.pinned_env``), the hook commands carry those variables
-(``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -S -c ... prompt``). Stdlib only.
+gate (PreToolUse on Claude Code's file tools, which Codex does not have) and PostCompact (Claude Code's). When
+this palace lives where a bare environment would not find it (``mempal.paths.pinned_env``), the hook commands
+carry those variables (``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -S -c ... prompt``). Stdlib only.
 """
 
 from __future__ import annotations

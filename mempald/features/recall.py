@@ -131,7 +131,7 @@ def compose(messages: tuple[Message, ...], remaining: int, memories: list[dict[s
 
     Memories get at most ``max_tokens`` model tokens and what is left of ``max_chars`` after the inbox;
     when even the best memory does not fit, it is cut to the budget rather than dropped. Characters are
-    counted as the host counts them (UTF-16 code units: ``mempald.text.utf16``).
+    counted as the host counts them (UTF-16 code units: ``mempal.utf16``).
     """
     parts: list[str] = []
     if messages:
