@@ -239,6 +239,7 @@ def test_every_hook_is_silent_and_fast_when_the_daemon_is_down(home: Path) -> No
         "session-start": base("SessionStart", source="startup"),
         "stop": base("Stop", stop_hook_active=False),
         "precompact": base("PreCompact", trigger="manual", transcript_path=str(SHORT)),
+        "postcompact": base("PostCompact", trigger="auto", compact_summary="what the session did"),
         "file": base("PreToolUse", tool_name="Read", tool_input={"file_path": "/home/u/p/README.md"}),
     }
     for event, payload in payloads.items():
