@@ -657,6 +657,35 @@ class ClientMethods(ClientBase):
         """
         return self._invoke("hook_config", {})
 
+    def compact_summary(
+            self,
+            summary: str,
+            session_id: str,
+            *,
+            agent: Literal['claude', 'codex'] | None = None,
+            cwd: str | None = None,
+            transcript_path: str | None = None,
+            trigger: Literal['manual', 'auto'] | None = None,
+    ) -> dict[str, Any]:
+        """Store the host's summary of a compacted session with that session (the PostCompact hook's compact_summary):
+        a drawer of kind summary in the session's wing.
+
+        summary: the summary the host wrote when it compacted the conversation
+        session_id: the compacted session
+        agent: whose session
+        cwd: the session's working directory (its wing when the session has no drawers yet)
+        transcript_path: the session's transcript (the drawer's source)
+        trigger: what compacted it
+        """
+        return self._invoke("compact_summary", {
+            "summary": summary,
+            "session_id": session_id,
+            "agent": agent,
+            "cwd": cwd,
+            "transcript_path": transcript_path,
+            "trigger": trigger,
+        })
+
     def wing_sessions(
             self,
             wing: str,

@@ -4,14 +4,16 @@ EVENT is one of
 
 - ``prompt`` (UserPromptSubmit): delivers this agent's cowork inbox for the cwd and, when enabled, the few
   memories relevant to the prompt (``recall``), as ``hookSpecificOutput.additionalContext``;
-- ``session-start`` (SessionStart, every source including ``compact``): the wake-up text (L0 identity and
-  the L1 story of this cwd's wing);
+- ``session-start`` (SessionStart, every source: startup, resume, clear, compact, fork): the wake-up text (L0
+  identity and the L1 story of this cwd's wing);
 - ``stop`` (Stop): every ``hooks.stop_every`` turns, makes sure the transcript is ingested now; ``silent``
   mode says so in a short ``systemMessage``, ``ask`` mode blocks once asking the agent to save its key
-  decisions through the MCP ``ingest`` tool (never when ``stop_hook_active``: no loops);
-- ``precompact`` (PreCompact): ingests the transcript up to now, synchronously; prints nothing. A daemon that
-  does not answer a ping within ``PING_TIMEOUT`` is given up on at once, and the ingest waits at most
-  ``PRECOMPACT_TIMEOUT``: compaction is never held up long (the watcher reads the transcript anyway);
+  decisions through the MCP ``ingest`` tool (never when ``stop_hook_active``: no loops). Claude Code writes the
+  transcript asynchronously: the input's ``last_assistant_message`` is waited for in the transcript
+  (``mempal.hook_transcript``) before the ingest, so the last answer is never missing from it;
+- ``precompact`` (PreCompact): asks for the transcript's ingest (a notification, no reply awaited) and returns
+  at once, printing nothing: ``/compact`` is never held up;
+- ``postcompact`` (PostCompact): stores the input's ``compact_summary`` with its session (``compact_summary``);
 - ``file`` (PreToolUse, matcher ``Read|Edit|Write|MultiEdit|NotebookEdit``): the file gate. The first time a
   session touches a file, the most important and recent earlier exchanges whose tool calls touched it (the
   daemon's ``file_context``, within ``FILE_TOKENS``), as ``hookSpecificOutput.additionalContext``. At most once
@@ -22,11 +24,12 @@ EVENT is one of
 
 Contract: read one JSON object from stdin, write stdout at most once at the end, exit 0 always. Any error,
 a daemon that is down or slow, bad input: no output at all (fail open). A hard deadline below the installed
-timeout guarantees an answer in time. Stdlib only, and only the small ``client`` modules, so the
-interpreter starts and answers in tens of milliseconds: the prompt hook runs on every prompt, within 80 ms.
-Nothing on its path imports ``json``, ``socket``, ``signal``, ``pathlib`` or ``typing`` (each brings ``re`` or
-``enum`` and costs 10-30 ms of a process's start); it uses ``mempal.wirejson`` and the C modules under them, and
-a unit test keeps it so. ``MEMPAL_HOOK_DEBUG=1`` prints errors to stderr.
+timeout guarantees an answer in time. A daemon that accepts connections but does not answer costs one hook its
+timeout, once: the hooks after it skip it until it answers a probe (``mempal.hook_hung``). ``--probe`` after the
+event (``mempal doctor``) says the command works, and nothing else. Stdlib only, and only the small ``client``
+modules, so the interpreter starts and answers in tens of milliseconds (the prompt hook runs on every prompt):
+nothing on its path imports ``json``, ``socket``, ``signal``, ``pathlib`` or ``typing`` (each brings ``re`` or
+``enum``, 10-30 ms of a process's start; a unit test keeps it so). ``MEMPAL_HOOK_DEBUG=1`` prints errors.
 
 Everything injected is wrapped in ``<mempal-context id="...">…</mempal-context>``: the normalizers drop
 such spans, so injected context never comes back as memory. After writing its output, a hook that injected
@@ -42,7 +45,10 @@ import time
 
 from mempal import wirejson
 from mempal.connection import Connection
+from mempal.hook_hung import mark_hung, skip_daemon, timed_out
+from mempal.hook_transcript import await_last_answer
 from mempal.paths import runtime_dir_str
+from mempal.utf16 import cut, units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,19 +61,22 @@ _signal: Any = sys.modules.get("signal") or __import__("_signal")
 # imports the daemon's package.
 INJECT_OPEN = "<mempal-context"
 INJECT_CLOSE = "</mempal-context>"
-MAX_CONTEXT_CHARS = 9000  # Claude Code passes additionalContext of this size whole (about 10k is the limit)
+# Claude Code passes additionalContext of this size whole (10,000 is its limit), counted as the host counts a
+# string's length: in UTF-16 code units (an emoji is two), not in code points.
+MAX_CONTEXT_CHARS = 9000
 
 EVENTS = {"prompt": "UserPromptSubmit", "session-start": "SessionStart", "stop": "Stop", "precompact": "PreCompact",
-          "file": "PreToolUse"}
+          "postcompact": "PostCompact", "file": "PreToolUse"}
 # Hard deadline per event, in seconds: always below the timeout install-hooks writes (hooks/settings.json).
-DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 20.0, "file": 3.0}
+DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 2.0, "postcompact": 8.0,
+             "file": 3.0}
 RECALL_TIMEOUT = 3.0
 RECALL_BUDGET_MS = 1500  # the daemon stops searching after this and still delivers the inbox
 WAKE_TIMEOUT = 6.0
 CONFIG_TIMEOUT = 2.0
-STOP_INGEST_TIMEOUT = 20.0
-PRECOMPACT_TIMEOUT = 15.0
-PING_TIMEOUT = 1.5
+STOP_INGEST_TIMEOUT = 18.0  # with hook_config's and the last answer's waits, below the stop deadline
+CONNECT_TIMEOUT = 0.5  # PreCompact's connection (a full backlog of a hung daemon's socket blocks a connect)
+SUMMARY_TIMEOUT = 5.0
 FILE_TIMEOUT = 2.0
 FILE_TOKENS = 400  # model tokens the file gate injects at most
 FILE_EXCHANGES = 3
@@ -93,17 +102,17 @@ def _on_alarm(_signum: int, _frame: object) -> None:
 
 
 def wrap(text: str) -> str:
-    """``text`` inside a unique marker, whole result at most MAX_CONTEXT_CHARS characters."""
+    """``text`` inside a unique marker, whole result at most MAX_CONTEXT_CHARS UTF-16 code units."""
     tag = f'{INJECT_OPEN} id="{os.urandom(6).hex()}">'
     body = text.replace(INJECT_CLOSE, "[/mempal-context]").strip()
     room = MAX_CONTEXT_CHARS - len(tag) - len(INJECT_CLOSE) - 2
-    if len(body) > room:
-        body = body[: room - 1].rstrip() + "…"
+    if units(body) > room:
+        body = cut(body, room - 1).rstrip() + "…"
     return f"{tag}\n{body}\n{INJECT_CLOSE}"
 
 
 def context_room() -> int:
-    """How many characters of text fit inside the marker."""
+    """How much text (UTF-16 code units) fits inside the marker."""
     return MAX_CONTEXT_CHARS - len(wrap(""))
 
 
@@ -137,7 +146,12 @@ def call(method: str, params: dict[str, Any], *, timeout: float) -> Any:
     if _run.conn is None:
         _run.conn = Connection(timeout=timeout)
     _run.conn.set_timeout(timeout)
-    return _run.conn.call(method, params)
+    try:
+        return _run.conn.call(method, params)
+    except BaseException as exc:
+        if isinstance(exc, _Deadline) or timed_out(exc):
+            mark_hung(method)
+        raise
 
 
 def _additional(event: str, text: str) -> str:
@@ -180,8 +194,9 @@ def on_session_start(data: dict[str, Any], _agent_name: str) -> str | None:
     text = res.get("text") if isinstance(res, dict) else None
     if not isinstance(text, str) or not text.strip():
         return None
-    head = ("mempal wake-up: who the user is and the essential story of this project, from memory "
-            f"(wing {res.get('wing', '?')}). Cite drawer ids when you rely on it; search mempal for details.\n\n")
+    head = (f"mempal memory of earlier sessions in this project (wing {res.get('wing', '?')}): who the user is, and "
+            "the decisions, preferences, outcomes and fixes recorded so far, each with its date and drawer id. "
+            "The code may have changed since; mempal's search holds the full exchanges.\n\n")
     return _additional("SessionStart", head + text)
 
 
@@ -235,6 +250,9 @@ def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
     if every <= 0 or count % every:
         return None
     transcript = _str(data, "transcript_path")
+    last = _str(data, "last_assistant_message")
+    if transcript and last:
+        await_last_answer(transcript, last)
     if mode == "ask":
         if transcript:
             # the ask is what matters here; if this fails the watcher catches the transcript up anyway
@@ -253,10 +271,26 @@ def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
 
 
 def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
+    """Ask for the transcript's ingest and return at once: a PreCompact hook that waits holds up ``/compact``."""
     transcript = _str(data, "transcript_path")
     if transcript:
-        call("ping", {}, timeout=PING_TIMEOUT)  # a hung daemon costs this long, not the ingest timeout
-        call("ingest_file", {"path": transcript}, timeout=PRECOMPACT_TIMEOUT)
+        conn = _run.conn = Connection(timeout=CONNECT_TIMEOUT)
+        conn.connect()
+        conn.notify("ingest_file", {"path": transcript})
+    return None
+
+
+def on_postcompact(data: dict[str, Any], agent: str) -> str | None:
+    """Store the host's summary of the compacted conversation with its session (nothing is printed)."""
+    summary = _str(data, "compact_summary")
+    session = _str(data, "session_id")
+    if not summary or not summary.strip() or not session:
+        return None
+    params: dict[str, Any] = {"summary": summary, "session_id": session, "agent": agent}
+    for key in ("cwd", "transcript_path", "trigger"):
+        if _str(data, key):
+            params[key] = data[key]
+    call("compact_summary", params, timeout=SUMMARY_TIMEOUT)
     return None
 
 
@@ -315,7 +349,8 @@ def on_file(data: dict[str, Any], _agent_name: str) -> str | None:
 
 
 HANDLERS = {"prompt": on_prompt, "session-start": on_session_start, "stop": on_stop, "precompact": on_precompact,
-            "file": on_file}
+            "postcompact": on_postcompact, "file": on_file}
+PROBE_FLAG = "--probe"
 
 
 def run(args: list[str], stdin: bytes) -> str | None:
@@ -327,6 +362,8 @@ def run(args: list[str], stdin: bytes) -> str | None:
     data = wirejson.loads(stdin.decode("utf-8")) if stdin.strip() else {}
     if not isinstance(data, dict):
         raise TypeError("hook input is not a JSON object")
+    if skip_daemon():
+        return None  # hung: skipped until it answers a probe again
     return handler(data, _agent(args, data))
 
 
@@ -344,6 +381,11 @@ def _run_with_deadline(args: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if PROBE_FLAG in args:  # `mempal doctor`: this command line starts the hook; stdin and the daemon untouched
+        known = bool(args) and args[0] in HANDLERS
+        print(f"mempal-hook ok: {args[0]}" if known else f"mempal-hook: unknown event {args[:1]}",
+              file=sys.stdout if known else sys.stderr)
+        return 0 if known else 2
     try:
         out = _run_with_deadline(args)
     except BaseException as exc:  # fail open: the daemon down or slow, bad input, anything

@@ -4,17 +4,18 @@ mempal with Claude Code and Codex.
 Rules for every file touched here (``mempal.install_files``): merge, never clobber (other hooks, other servers
 and every other key stay as they were); idempotent; a backup before a change; atomic writes; ``--dry-run``
 prints what the file would become. A hook command is this Python running the hook's entry
-(``/venv/bin/python3 -P -S -c 'import sys; sys.path.append(...); from mempal.hook import entry; entry()'
-prompt``: the fastest start, see ``hook_argv``); mempal's own handlers are recognised by their command (that,
-or ``mempal-hook`` and ``-m mempal.hook`` of earlier releases), so ``uninstall-hooks`` removes exactly those,
-and a re-install replaces a stale one (an old path) in place.
+(``/venv/bin/python3 -P -S -c 'import sys; sys.path.append(...); exec(GUARD)' prompt``, where GUARD imports
+the hook's entry and exits 0 silently when it cannot, then runs it: the fastest start, see ``hook_argv``);
+mempal's own handlers are recognised by their command (that, or ``mempal-hook`` and ``-m mempal.hook`` of
+earlier releases), so ``uninstall-hooks`` removes exactly those, and a re-install replaces a stale one (an old
+path) in place.
 
 Where: Claude Code hooks in ``~/.claude/settings.json`` (``--scope user``, the default) or
 ``.claude/settings.json`` of the current directory (``--scope project``); Codex hooks (``--codex``) in
 ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) or ``.codex/hooks.json``. Codex gets every hook but the file
-gate (PreToolUse on Claude Code's file tools, which Codex does not have). When this palace lives where a bare
-environment would not find it (``mempal.paths.pinned_env``), the hook commands carry those variables
-(``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -S -c ... prompt``). Stdlib only.
+gate (PreToolUse on Claude Code's file tools, which Codex does not have) and PostCompact (Claude Code's). When
+this palace lives where a bare environment would not find it (``mempal.paths.pinned_env``), the hook commands
+carry those variables (``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -S -c ... prompt``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from mempal.install_files import (
     Json,
     _say,
     apply,
+    codex_advice,
     codex_home,
-    codex_warning,
     read_json,
     report,
 )
@@ -44,11 +45,17 @@ from mempal.paths import pinned_env
 
 # What the hook commands run: this Python and the hook's entry. Neither a console script (pip's older wrappers
 # import re: 13 ms of every prompt) nor -m (runpy: 8 ms); see hook_argv for the flags.
-HOOK_ENTRY = "from mempal.hook import entry; entry()"
+HOOK_ENTRY = "from mempal.hook import entry"
+# The import is guarded on the command line itself: a hook whose package is gone (`pip install -e` after
+# `pip install .` moves it; a deleted venv's site-packages) exits 0 silently, as every hook failure does, but
+# with ``--probe`` (``mempal doctor``) says why and exits 3.
+HOOK_GUARD = ("try:\n " + HOOK_ENTRY + "\nexcept BaseException as e:\n"
+              ' sys.exit(print("mempal-hook cannot start:", repr(e), file=sys.stderr) or 3'
+              ' if "--probe" in sys.argv else 0)\nentry()')
 # "mempal-hook" and "-m mempal.hook": how earlier releases ran it; "-m hooks.run": releases before 0.2.
 # Recognised so that uninstall removes those too and a re-install replaces them.
 HOOK_MARKERS = ("mempal-hook", "-m mempal.hook", "-m hooks.run", HOOK_ENTRY)
-CLAUDE_ONLY = ("PreToolUse",)  # the file gate matches Claude Code's tool names
+CLAUDE_ONLY = ("PreToolUse", "PostCompact")  # the file gate matches Claude Code's tool names; PostCompact is its own
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -70,7 +77,9 @@ def hook_argv() -> list[str]:
     the hook is stdlib only) and the folder that holds this ``mempal`` package appended to sys.path (after the
     standard library, so nothing installed next to it can shadow a stdlib module). ``PYTHONPATH`` still counts."""
     root = str(Path(__file__).resolve().parent.parent)
-    return [sys.executable, "-P", "-S", "-c", f"import sys; sys.path.append({root!r}); {HOOK_ENTRY}"]
+    # JSON string literals are Python ones here, and in double quotes: the shell quoting stays plain
+    code = f"import sys; sys.path.append({json.dumps(root)}); exec({json.dumps(HOOK_GUARD)})"
+    return [sys.executable, "-P", "-S", "-c", code]
 
 
 def hook_command_prefix() -> str:
@@ -212,9 +221,8 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     if any(c.changed for c in changes) and not args.dry_run:
         _say("Claude Code reads hooks at startup: restart it, or review them in /hooks.")
     if args.codex:
-        warning = codex_warning(codex_home() / "config.toml")
-        if warning:
-            _say(warning)
+        for line in codex_advice(codex_home() / "config.toml"):
+            _say(line)
     return EXIT_OK
 
 

@@ -124,7 +124,8 @@ def report(change: Change, what: str, *, dry_run: bool) -> None:
 
 # codex feature flag ------------------------------------------------------------------------------------------
 def codex_hooks_flag(config: Path) -> str:
-    """``on``, ``off`` (explicitly disabled), ``absent`` (not set) or ``unreadable``."""
+    """``on``, ``off`` (explicitly disabled), ``absent`` (not set: on, the default) or ``unreadable``; ``alias``
+    when only the deprecated ``codex_hooks`` turns them on."""
     try:
         with config.open("rb") as fh:
             data = tomllib.load(fh)
@@ -138,19 +139,29 @@ def codex_hooks_flag(config: Path) -> str:
     values = [features.get(k) for k in ("hooks", "codex_hooks") if k in features]
     if any(v is False for v in values):
         return "off"
-    if any(v is True for v in values):
+    if features.get("hooks") is True:
         return "on"
+    if features.get("codex_hooks") is True:
+        return "alias"
     return "absent"
 
 
-def codex_warning(config: Path) -> str | None:
+CODEX_REVIEW = ("Codex runs new or changed hooks only once you have reviewed them: open `/hooks` in Codex and "
+                "trust mempal's.")
+
+
+def codex_advice(config: Path) -> list[str]:
+    """What to tell the user after Codex's hooks.json was written. Hooks are on by default in current Codex;
+    ``[features] codex_hooks`` is a deprecated alias of ``[features] hooks``; new hooks wait for the user's
+    review in ``/hooks``."""
     flag = codex_hooks_flag(config)
-    enable = "run `codex features enable codex_hooks` (or add `[features]` / `codex_hooks = true`)"
+    out = [CODEX_REVIEW]
     if flag == "off":
-        return f"warning: Codex hooks are turned off in {config}; {enable}, then restart Codex"
-    if flag == "absent":
-        return (f"warning: `[features] codex_hooks = true` is not set in {config}; Codex releases where hooks are "
-                f"still experimental ignore hooks.json without it: {enable}, then restart Codex")
-    if flag == "unreadable":
-        return f"warning: cannot read {config} to check the Codex hooks feature flag"
-    return None
+        out.insert(0, f"warning: Codex hooks are turned off in {config} (`[features]` `hooks = false`); remove that "
+                      "line or set `hooks = true`, then restart Codex")
+    elif flag == "alias":
+        out.append(f"note: {config} turns hooks on with `codex_hooks`, a deprecated alias; hooks are on by default "
+                   "now (`[features] hooks = true` if you want it said)")
+    elif flag == "unreadable":
+        out.append(f"warning: cannot read {config} to check whether Codex hooks are turned off")
+    return out

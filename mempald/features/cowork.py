@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mempal.methods.vocab import AGENTS, SENDERS
+from mempal.utf16 import units
 from mempald.errors import InvalidInput, LimitExceeded, NotFound
 from mempald.normalize.model import Exchange, Line
 from mempald.text.redact import scrub
@@ -171,7 +172,8 @@ class CoworkInbox:
     def drain(self, target: str, cwd: str, max_chars: int | None = None) -> Drained:
         """Remove and return the pending messages for ``target`` in ``cwd``, oldest first.
 
-        With ``max_chars``, only the oldest messages whose texts fit in that many characters are taken (at
+        With ``max_chars``, only the oldest messages whose texts fit in that many characters (UTF-16 code units,
+        as the hook's host counts them) are taken (at
         least one message is never split: one that does not fit on its own stays for the next drain); the
         rest stay queued. Reading and deleting happen in one transaction.
         """
@@ -184,9 +186,10 @@ class CoworkInbox:
             taken: list[Message] = []
             used = 0
             for row in rows:
-                if max_chars is not None and used + len(row[2]) > max_chars:
+                size = units(row[2])  # as the host counts the context it is delivered in
+                if max_chars is not None and used + size > max_chars:
                     break
-                used += len(row[2])
+                used += size
                 taken.append(Message(row[0], target, key, row[1], row[2], row[3]))
             if taken:
                 cur.executemany("DELETE FROM cowork_inbox WHERE id = ?", [(m.id,) for m in taken])

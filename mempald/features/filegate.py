@@ -132,7 +132,7 @@ class FileGate:
 
         def compose() -> tuple[str, int, int]:
             head = (f"mempal: what memory holds about {shown} ({len(best)} earlier exchange(s) touched it; the most "
-                    "important and recent first; cite drawer ids, and check against the file as it is now):")
+                    "important and recent first, each with its drawer id; the file may have changed since):")
             left = max_tokens - self.embedder.count_tokens(head)
             each = max(30, left // len(chosen))
             parts = [head]

@@ -88,6 +88,33 @@ class Memories:
         await anyio.to_thread.run_sync(lambda: self.state.audit(agent, "ingest", key, "", wing=wing))
         return result
 
+    async def save_summary(self, summary: str, *, session_id: str, agent: str, cwd: str | None,
+                           transcript_path: str | None, trigger: str | None) -> dict[str, Any]:
+        """The host's own summary of a compacted session (Claude Code's PostCompact ``compact_summary``), stored
+        with that session: a drawer of kind summary, in the session's wing (the wing its drawers already have,
+        else the cwd's project), with its transcript as source. The same summary again changes nothing."""
+        summary = summary.strip()
+        if not summary:
+            raise InvalidInput("summary is empty")
+        if len(summary) > MAX_SAVE_CHARS:
+            raise InvalidInput(f"summary is longer than {MAX_SAVE_CHARS:,} characters")
+        page, _ = await self.store.scroll(Filters(session_id=(session_id,)), 1)
+        wing = str(page[0].payload.get("wing") or "") if page else ""
+        wing = wing or wing_for(None, cwd)
+        key = "compact:" + hashlib.sha256(f"{session_id}\x1f{summary}".encode()).hexdigest()[:24]
+        kind = "codex" if agent == "codex" else "claude_code"
+        ex = Exchange(source_kind=kind, session_id=session_id, key=key, user="", assistant=summary,
+                      timestamp=datetime.now(UTC).isoformat(), agent=agent, kind="summary", cwd=cwd,
+                      extra=(("trigger", trigger),) if trigger else ())
+        path = transcript_path or f"mempal:compact:{session_id}"
+        info = SourceInfo(kind=kind, path=path, source_key=f"compact:{agent}", machine=self.machine, user=self.user,
+                          wing=wing, added_by=f"{agent}-postcompact",
+                          redact=self.settings.current.ingest.redact_secrets, extract=True,
+                          room_keywords=self.room_keywords())
+        res = await self.ingestor.write_exchanges([ex], info, FRESH)
+        found, _ = await self.store.scroll(Filters(exchange_key=(key,), session_id=(session_id,)), 100)
+        return {"wing": wing, "session_id": session_id, "drawer_ids": [pt.id for pt in found], "written": res.written}
+
     async def delete(self, ids: tuple[str, ...], *, actor: str, reason: str) -> dict[str, Any]:
         """Soft delete: hidden from search, kept until ``purge``; every delete is audited (who, when, why)."""
         found = await self.store.retrieve(list(ids))

@@ -25,6 +25,7 @@ import anyio
 import anyio.to_thread
 
 from mempal.methods.vocab import AGENTS
+from mempal.utf16 import cut, units
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.features import staleness
@@ -114,8 +115,9 @@ def select_memories(hits: list[dict[str, Any]], threshold: float, exclude_sessio
 
 
 def _clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` UTF-16 code units."""
     text = text.strip()
-    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+    return text if units(text) <= limit else cut(text, max(0, limit - 1)).rstrip() + "…"
 
 
 def _when(ts: float) -> str:
@@ -142,8 +144,10 @@ def render_memory(h: dict[str, Any], text_chars: int) -> str:
 
 
 INBOX_HEADER = "Messages from your partner agent (mempal cowork inbox, delivered once):"
-MEMORY_HEADER = ("Memories from earlier sessions that may bear on this prompt (mempal; cite the drawer id, and "
-                 "check a memory against the code before relying on it):")
+# Worded as facts about earlier sessions, not as instructions: Claude Code's docs warn that imperative text in
+# injected context can trip the model's prompt-injection defences.
+MEMORY_HEADER = ("Earlier sessions recorded these exchanges, which may bear on this prompt (mempal memory; each "
+                 "names its drawer id; the code may have changed since):")
 
 
 def compose(messages: tuple[Message, ...], remaining: int, memories: list[dict[str, Any]], max_chars: int,
@@ -151,7 +155,8 @@ def compose(messages: tuple[Message, ...], remaining: int, memories: list[dict[s
     """The context text (inbox first: it is delivered once, and whole) and the memories that fitted.
 
     Memories get at most ``max_tokens`` model tokens and what is left of ``max_chars`` after the inbox;
-    when even the best memory does not fit, it is cut to the budget rather than dropped.
+    when even the best memory does not fit, it is cut to the budget rather than dropped. Characters are
+    counted as the host counts them (UTF-16 code units: ``mempal.utf16``).
     """
     parts: list[str] = []
     if messages:
@@ -160,26 +165,26 @@ def compose(messages: tuple[Message, ...], remaining: int, memories: list[dict[s
         if remaining:
             lines.append(f"({remaining} more message(s) wait in the inbox; they arrive with the next prompt.)")
         parts.append("\n".join(lines))
-    chars_left = max_chars - sum(len(x) + 2 for x in parts) - len(MEMORY_HEADER) - 1
+    chars_left = max_chars - sum(units(x) + 2 for x in parts) - units(MEMORY_HEADER) - 1
     tokens_left = max_tokens - count_tokens(MEMORY_HEADER)
     blocks: list[str] = []
     kept: list[dict[str, Any]] = []
     for h in memories:
         block = render_memory(h, MEMORY_TEXT_CHARS)
         tokens = count_tokens(block)
-        if tokens > tokens_left or len(block) + 2 > chars_left:
+        if tokens > tokens_left or units(block) + 2 > chars_left:
             if blocks or tokens_left < 60 or chars_left < 300:
                 break
-            keep = min(chars_left - 2, len(block) * tokens_left // max(tokens, 1))  # the best one, cut to fit
+            keep = min(chars_left - 2, units(block) * tokens_left // max(tokens, 1))  # the best one, cut to fit
             block = _clip(block, keep)
             tokens = count_tokens(block)
         blocks.append(block)
         kept.append(h)
         tokens_left -= tokens
-        chars_left -= len(block) + 2
+        chars_left -= units(block) + 2
     if blocks:
         parts.append(MEMORY_HEADER + "\n" + "\n\n".join(blocks))
-    return "\n\n".join(parts)[:max_chars], kept
+    return cut("\n\n".join(parts), max_chars), kept
 
 
 class SessionMemory:

@@ -11,20 +11,23 @@ import anyio.to_thread
 from mempald.config import SettingsRef
 from mempald.errors import InvalidInput
 from mempald.features.cowork import MAX_PENDING, CoworkInbox, Drained, Message, peek_partner
+from mempald.features.memories import Memories
 from mempald.features.recall import PromptContext
 from mempald.rpc.dispatch import Args, Handler
 
 
 class AgentMethods:
-    def __init__(self, settings: SettingsRef, inbox: CoworkInbox, prompts: PromptContext) -> None:
+    def __init__(self, settings: SettingsRef, inbox: CoworkInbox, prompts: PromptContext, memories: Memories) -> None:
         self.settings = settings
         self.inbox = inbox
         self.prompts = prompts
+        self.memories = memories
 
     def handlers(self) -> dict[str, Handler]:
         return {"cowork_push": self.cowork_push, "cowork_drain": self.cowork_drain,
                 "cowork_status": self.cowork_status, "peek_partner": self.peek_partner,
-                "prompt_context": self.prompt_context, "hook_config": self.hook_config}
+                "prompt_context": self.prompt_context, "hook_config": self.hook_config,
+                "compact_summary": self.compact_summary}
 
     async def cowork_push(self, a: Args) -> Any:
         target, sender, text, cwd = _needed(a, "to"), a.get("from", "user"), a["text"], _needed(a, "cwd")
@@ -63,6 +66,12 @@ class AgentMethods:
         out = dataclasses.asdict(settings.hooks)
         out["wakeup_budget"] = settings.wakeup.l1_budget
         return out
+
+
+    async def compact_summary(self, a: Args) -> Any:
+        return await self.memories.save_summary(
+            a["summary"], session_id=_needed(a, "session_id"), agent=a["agent"], cwd=a["cwd"],
+            transcript_path=a["transcript_path"], trigger=a["trigger"])
 
 
 def _needed(a: Args, name: str) -> str:

@@ -177,7 +177,7 @@ class Daemon:
                           SourceReview(self.settings, self.sources, self.ingestor, state, self.store, embedder,
                                        machine, user, self.taxonomy.current), self.pack_runs),
             AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder,
-                                                                  self.store)),
+                                                                  self.store), memories),
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),

@@ -8,17 +8,23 @@ from pathlib import Path
 
 from mempald.config import Settings
 from mempald.sources.exclude import ExcludeFilter
-from mempald.sources.registry import Source, resolve_sources
+from mempald.sources.registry import Source, resolve_sources, waiting_roots
 
 
 class SourceSet:
     def __init__(self, settings: Settings, exclude: ExcludeFilter | None = None) -> None:
         self.exclude = exclude  # every source asks it what the user excluded
         self.current: tuple[Source, ...] = self._resolve(settings)
+        self.waiting: tuple[Path, ...] = tuple(waiting_roots(settings))  # default roots not created yet
 
     def apply(self, settings: Settings) -> None:
         """Watch what ``settings`` name from now on."""
         self.current = self._resolve(settings)
+        self.waiting = tuple(waiting_roots(settings))
+
+    def leads_to_waiting(self, path: Path) -> bool:
+        """Is ``path`` a default root not created until now, or a folder on the way to one?"""
+        return any(path == root or path in root.parents for root in self.waiting)
 
     def _resolve(self, settings: Settings) -> tuple[Source, ...]:
         return tuple(replace(s, exclude=self.exclude) for s in resolve_sources(settings))

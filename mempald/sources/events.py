@@ -52,9 +52,21 @@ class EventRouter:
         await anyio.to_thread.run_sync(self.watcher.start)
 
     async def sync(self) -> None:
-        """Watch exactly the current sources' roots."""
+        """Watch exactly the current sources' roots (and wait for the default roots not created yet)."""
         if self.watcher is not None:
-            await anyio.to_thread.run_sync(self.watcher.sync, self.sources.roots())
+            await anyio.to_thread.run_sync(self.watcher.sync, self.sources.roots(), self.sources.waiting)
+
+    async def _root_arrived(self) -> None:
+        """A folder on the way to a default root appeared: the sources again, then the roots that exist now are
+        watched and read (the files written before the watch was in place included)."""
+        before = self.sources.waiting
+        self.sources.apply(self.settings.current)
+        await self.sync()
+        arrived = [s for s in self.sources if s.root in before and s.root not in self.sources.waiting]
+        for source in arrived:
+            changed = await anyio.to_thread.run_sync(self.scanner.changed_files, source)
+            self.files.put_many([str(p) for p in changed], FRESH)
+            log.info("source_appeared", source=source.key, files=len(changed))
 
     async def stop(self) -> None:
         if self.watcher is not None:
@@ -109,7 +121,9 @@ class EventRouter:
 
     async def _on_event(self, path: Path) -> None:
         source = self.sources.source_for(path)
-        if source is None:
+        if source is None or (self.sources.waiting and self.sources.leads_to_waiting(path)):
+            if self.sources.leads_to_waiting(path):
+                await self._root_arrived()
             return
         folder = await anyio.to_thread.run_sync(source.export_folder, path)
         if folder is not None:

@@ -150,6 +150,19 @@ def resolve_sources(settings: Settings) -> list[Source]:
     return out
 
 
+def waiting_roots(settings: Settings) -> list[Path]:
+    """The default roots (Claude Code's projects, Codex's sessions) the settings name that do not exist yet: a
+    folder an agent creates once it first runs, after the daemon started. They are watched for from their
+    nearest existing parent, and read as soon as they appear (no restart, no SIGHUP)."""
+    out: list[Path] = []
+    for raw in (settings.sources.claude_projects, settings.sources.codex_sessions):
+        if raw:
+            root = Path(raw).expanduser()
+            if not root.is_dir():
+                out.append(root)
+    return out
+
+
 def source_from_spec(spec: SourceSpec, root: Path) -> Source:
     fmt = "slack" if spec.mode == "convos" and is_slack_export(root) else "auto"
     return Source(f"{spec.mode}:{root}", root, spec.mode, fmt, spec.wing, spec.token_budget, spec.output)

@@ -2,7 +2,10 @@
 
 Events are hints, not the truth: a full stream (an event storm) sets ``overflowed`` and the daemon runs a
 reconcile scan instead, so a lost event never loses data; until that scan starts, further events are
-dropped here (it covers them). Directory events (created, moved) also trigger a scan of that directory.
+dropped here (it covers them). Directory events (created, moved) also trigger a scan of that directory. A
+default root that does not exist yet (``~/.codex/sessions`` before Codex first ran) is waited for from its
+nearest existing parent: the folders made there are passed on, and the router starts watching the root once
+it exists.
 """
 
 from __future__ import annotations
@@ -67,6 +70,29 @@ class _Bridge(FileSystemEventHandler):
             self._push(dest)
 
 
+class _Arrivals(FileSystemEventHandler):
+    """On the nearest existing parent of a root that does not exist yet: folders created or moved in (the
+    router asks the source set whether one is, or leads to, a root it waits for)."""
+
+    def __init__(self, bridge: _Bridge) -> None:
+        self._bridge = bridge
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory and event.event_type in ("created", "moved"):
+            self._bridge._push(getattr(event, "dest_path", "") or event.src_path)
+
+
+ARRIVAL_EVENTS: list[type[FileSystemEvent]] = [DirCreatedEvent, DirMovedEvent]
+
+
+def nearest_existing(path: Path) -> Path | None:
+    """``path``'s nearest parent folder that exists."""
+    for parent in path.parents:
+        if parent.is_dir():
+            return parent
+    return None
+
+
 class Watcher:
     """Owns the observer thread; ``start``/``stop`` are blocking and called from a worker thread."""
 
@@ -74,10 +100,13 @@ class Watcher:
         self.overflowed = False
         self._observer = Observer()
         self._handler = _Bridge(send, token, self)
+        self._arrivals = _Arrivals(self._handler)
         self._watches: dict[Path, object] = {}
+        self._parents: dict[Path, object] = {}  # non-recursive watches for roots that do not exist yet
 
-    def sync(self, roots: Sequence[Path]) -> None:
-        """Watch exactly ``roots`` (those that exist), adding and removing as needed."""
+    def sync(self, roots: Sequence[Path], waiting: Sequence[Path] = ()) -> None:
+        """Watch exactly ``roots`` (those that exist), adding and removing as needed; and, for each root of
+        ``waiting`` (roots that do not exist yet), its nearest existing parent, for the folders made in it."""
         wanted = {r for r in roots if r.exists()}
         for root in list(self._watches):
             if root not in wanted:
@@ -88,6 +117,16 @@ class Watcher:
                     self._handler, str(root), recursive=root.is_dir(), event_filter=EVENTS)
             except OSError as exc:
                 log.warning("watch_failed", root=str(root), error=str(exc))
+        parents = {p for p in map(nearest_existing, waiting) if p is not None}
+        for parent in list(self._parents):
+            if parent not in parents:
+                self._observer.unschedule(self._parents.pop(parent))  # type: ignore[arg-type]
+        for parent in parents - set(self._parents):
+            try:
+                self._parents[parent] = self._observer.schedule(
+                    self._arrivals, str(parent), recursive=False, event_filter=ARRIVAL_EVENTS)
+            except OSError as exc:
+                log.warning("watch_failed", root=str(parent), error=str(exc))
 
     @property
     def roots(self) -> list[Path]:

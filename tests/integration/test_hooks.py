@@ -154,7 +154,7 @@ def test_stop_hook_ask_mode_blocks_once(daemon: Daemon, home: Path) -> None:
 
 
 @pytest.mark.timeout(240)
-def test_precompact_ingests_synchronously_and_prints_nothing(live: Daemon) -> None:
+def test_precompact_returns_at_once_and_the_transcript_is_ingested(live: Daemon) -> None:
     proj = Path(live.env["HOME"]) / ".claude" / "projects" / "-home-u-zeta"
     proj.mkdir(exist_ok=True)
     session = "99999999-2222-3333-4444-555555555555"
@@ -163,11 +163,14 @@ def test_precompact_ingests_synchronously_and_prints_nothing(live: Daemon) -> No
                               "2026-03-01T10:00:00.000Z") + "\n"
                     + assistant_line(session, "/home/u/zeta", "Because tenants share product ids.", "za-1", "zu-1",
                                      "2026-03-01T10:00:05.000Z") + "\n")
-    res, _ = hook(live.env, "precompact", base("PreCompact", session_id=session, transcript_path=str(path),
-                                                trigger="auto", custom_instructions=""))
+    res, dt = hook(live.env, "precompact", base("PreCompact", session_id=session, transcript_path=str(path),
+                                                 trigger="auto", custom_instructions=""))
     assert (res.returncode, res.stdout) == (0, "")
-    hits = live.call("search", {"query": "quokka cache keyed by tenant", "limit": 3})["hits"]
-    assert hits and hits[0]["exchange_key"] == "zu-1"
+    assert dt < 2.0, dt  # it asks for the ingest and returns: /compact never waits for it
+    hits = live.wait_for(lambda: live.call("search", {"query": "quokka cache keyed by tenant", "limit": 3})["hits"],
+                         timeout=30)
+    assert hits[0]["exchange_key"] == "zu-1"
+    print(f"\nRELIABILITY precompact hook returned in {dt * 1000:.0f} ms (the ingest runs in the daemon)")
 
 
 @pytest.mark.timeout(240)
@@ -206,7 +209,7 @@ def test_the_command_install_hooks_writes_injects_memories(live: Daemon, monkeyp
             monkeypatch.setenv(key, value)
     groups = install.hook_entries(install.hook_command_prefix())["UserPromptSubmit"]
     cmd = groups[0]["hooks"][0]["command"]
-    assert install.HOOK_ENTRY in cmd and " -P -S " in cmd
+    assert install.HOOK_ENTRY in cmd and " -P -S " in cmd and "except BaseException" in cmd  # the guarded import
     payload = json.dumps(base("UserPromptSubmit", prompt=RELEVANT, session_id="installed-command"))
     res = subprocess.run(cmd, shell=True, input=payload, capture_output=True, text=True, timeout=60,
                          env={**live.env, "PYTHONPATH": str(REPO)}, cwd=live.env["HOME"])
@@ -236,6 +239,7 @@ def test_every_hook_is_silent_and_fast_when_the_daemon_is_down(home: Path) -> No
         "session-start": base("SessionStart", source="startup"),
         "stop": base("Stop", stop_hook_active=False),
         "precompact": base("PreCompact", trigger="manual", transcript_path=str(SHORT)),
+        "postcompact": base("PostCompact", trigger="auto", compact_summary="what the session did"),
         "file": base("PreToolUse", tool_name="Read", tool_input={"file_path": "/home/u/p/README.md"}),
     }
     for event, payload in payloads.items():
@@ -328,5 +332,320 @@ def test_precompact_gives_up_quickly_on_a_hung_daemon(live: Daemon) -> None:
     finally:
         live.proc.send_signal(signal.SIGCONT)
     assert (res.returncode, res.stdout) == (0, "")
-    assert dt < 6.0, dt  # was up to 110 s
+    assert dt < 2.0, dt  # was up to 110 s, then 1.5 s for its ping: it no longer waits for anything
     assert live.call("ping") == {"pong": True}
+
+
+# a hung daemon ------------------------------------------------------------------------------------------------
+def installed_command(env: dict[str, str], event: str) -> str:
+    """The command install-hooks writes for ``event`` (this Python, -P -S, the guarded entry; the palace pinned)."""
+    from mempal import install
+    from mempal.paths import pinned_env
+
+    prefix = install.shlex.join(install.hook_argv())
+    pins = pinned_env(env)
+    if pins:
+        prefix = "env " + " ".join(f"{k}={install.shlex.quote(v)}" for k, v in sorted(pins.items())) + " " + prefix
+    return f"{prefix} {event}"
+
+
+def children_cpu_ms() -> float:
+    """CPU time (user + system) of this process's waited-for children so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (ru.ru_utime + ru.ru_stime) * 1000
+
+
+def run_installed(env: dict[str, str], event: str, payload: Any) -> tuple[subprocess.CompletedProcess[str], float]:
+    """One hook run as the host runs it: the installed command line, through a shell, from the user's home."""
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    t0 = time.perf_counter()
+    res = subprocess.run(installed_command(env, event), shell=True, input=data, capture_output=True, text=True,
+                         env=env, cwd=env["HOME"], timeout=60)
+    return res, time.perf_counter() - t0
+
+
+def timed(env: dict[str, str], event: str, payload: Any) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``run_installed`` with the wall time and the CPU time (shell, env, interpreter, hook) in ms."""
+    cpu = children_cpu_ms()
+    res, dt = run_installed(env, event, payload)
+    return res, dt * 1000, children_cpu_ms() - cpu
+
+
+def bare_run_ms(env: dict[str, str]) -> tuple[float, float]:
+    """One run of the installed command's shape (the shell, the pins, this Python with -P -S) doing nothing:
+    what a hook costs before its own work, measured beside each hook run on this shared machine (wall and CPU
+    time, ms)."""
+    cpu = children_cpu_ms()
+    t0 = time.perf_counter()
+    subprocess.run(installed_command(env, "").replace(" -c ", " -c pass #", 1), shell=True, input="",
+                   capture_output=True, env=env, cwd=env["HOME"], timeout=60, check=True)
+    return (time.perf_counter() - t0) * 1000, children_cpu_ms() - cpu
+
+
+def stragglers(runtime: str, daemon_pid: int) -> list[int]:
+    """Processes of this test's palace (its runtime dir in their environment) other than the daemon and its
+    store process: a hook must leave nothing running behind it."""
+    out = []
+    needle = f"MEMPAL_RUNTIME_DIR={runtime}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (daemon_pid, os.getpid()):
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            with open(f"/proc/{entry}/status") as fh:
+                ppid = next(int(ln.split()[1]) for ln in fh if ln.startswith("PPid:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if needle in env and ppid != daemon_pid:
+            out.append(int(entry))
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_a_hung_daemon_costs_one_timeout_then_hooks_skip_it_until_it_answers(live: Daemon) -> None:
+    """SIGSTOP: the socket still accepts, nothing answers. Before, every prompt paid its 3 s and every file
+    touch its 2 s, again and again; now the first timeout leaves a marker and every hook after it answers at
+    about the bare interpreter's cost, printing nothing, until the daemon answers again (SIGCONT)."""
+    assert live.proc is not None
+    env = {**live.env, "PYTHONPATH": str(REPO)}
+    marker = Path(env["MEMPAL_RUNTIME_DIR"]) / "daemon-hung"
+    marker.unlink(missing_ok=True)
+    prompt = base("UserPromptSubmit", prompt=RELEVANT, session_id="hung-1")
+    touch = base("PreToolUse", session_id="hung-1", tool_name="Read", tool_input={"file_path": "/home/u/p/x.py"})
+    others = {"session-start": base("SessionStart", source="startup"),
+              "stop": base("Stop", stop_hook_active=False),
+              "precompact": base("PreCompact", trigger="auto", transcript_path=str(SHORT)),
+              "postcompact": base("PostCompact", trigger="auto", compact_summary="a summary")}
+    live.proc.send_signal(signal.SIGSTOP)
+    try:
+        # before: every run pays the whole timeout (the marker removed before each, as if there were none)
+        before: dict[str, float] = {}
+        for event, payload in (("prompt", prompt), ("file", touch)):
+            marker.unlink(missing_ok=True)
+            res, dt = run_installed(env, event, payload)
+            assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), event
+            before[event] = dt * 1000
+        assert marker.is_file() and "file_context" in marker.read_text()  # what timed out, and when
+        assert before["prompt"] >= 2900 and before["file"] >= 1900, before
+
+        # after: the marker is there; every hook skips the daemon
+        after: dict[str, list[float]] = {"prompt": [], "file": []}
+        cpu: list[float] = []  # the hook's CPU time beyond the same command doing nothing, run by run
+        bare: list[float] = []
+        for i in range(15):
+            for event, payload in (("prompt", prompt), ("file", {**touch, "session_id": f"hung-{i}"})):
+                res, wall, used = timed(env, event, payload)
+                assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), event
+                after[event].append(wall)
+                empty_wall, empty_cpu = bare_run_ms(env)
+                bare.append(empty_wall)
+                cpu.append(used - empty_cpu)
+        for event, payload in others.items():
+            res, dt = run_installed(env, event, payload)
+            assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), event
+            assert dt < 1.0, (event, dt)
+        assert stragglers(env["MEMPAL_RUNTIME_DIR"], live.proc.pid) == []
+    finally:
+        live.proc.send_signal(signal.SIGCONT)
+    p50 = {e: statistics.median(t) for e, t in after.items()}
+    worst = max(max(t) for t in after.values())
+    empty = statistics.median(bare)
+    own = statistics.median(cpu)
+    print(f"\nRELIABILITY hung daemon (SIGSTOP): prompt hook {before['prompt']:.0f} ms and file hook "
+          f"{before['file']:.0f} ms on every run before; after the first timeout p50 prompt {p50['prompt']:.0f} ms, "
+          f"file {p50['file']:.0f} ms, max {worst:.0f} ms (the same command doing nothing: p50 {empty:.0f} ms); "
+          f"the hook's own CPU time beyond that: p50 {own:.1f} ms ({os.getloadavg()[0]:.1f} load)")
+    # The hook's own share, in CPU time (wall time on a shared 2-core machine is mostly waiting for a core): its
+    # imports, a stat, and once a second a probe (a 20 ms wait, no CPU). Under 50 ms: about 10 here.
+    assert own < 50, cpu
+    assert p50["prompt"] < 1000 and p50["file"] < 1000, after  # never the timeout's 2-3 s
+    assert worst < 1000, worst  # a probe waits 20 ms; a loaded machine adds the rest
+
+    # SIGCONT: noticed at the next probe; the marker goes and memories are injected again
+    def recovered() -> str:
+        res, _ = run_installed(env, "prompt", {**prompt, "session_id": f"after-{time.monotonic()}"})
+        return res.stdout
+
+    resumed = time.perf_counter()
+    out = live.wait_for(recovered, timeout=30)
+    assert "mix phx.server doesnt seem to start" in out and not marker.exists()
+    print(f"RELIABILITY hung daemon: memories injected again {(time.perf_counter() - resumed) * 1000:.0f} ms "
+          "after SIGCONT")
+
+
+@pytest.mark.timeout(240)
+def test_a_daemon_that_is_down_clears_the_marker(home: Path) -> None:
+    """A marker left behind (the daemon hung, then stopped): the first probe finds nobody listening and removes
+    it; hooks stay silent and fast."""
+    from mempal.paths import runtime_dir
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = runtime_dir(env)
+    run.mkdir(parents=True, exist_ok=True)
+    marker = run / "daemon-hung"
+    marker.write_text("0 prompt_context\n")
+    os.utime(marker, (time.time() - 5, time.time() - 5))
+    res, dt = run_installed(env, "prompt", base("UserPromptSubmit", prompt=RELEVANT))
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    assert not marker.exists() and dt < 2.0
+
+
+# Claude Code's newer events ------------------------------------------------------------------------------------
+SUMMARY = ("This session moved the phoenix dev server to port 4010 because the tapir proxy holds 4000; the "
+           "mix phx.server failure was the port clash, not the database.")
+
+
+@pytest.mark.timeout(240)
+def test_postcompact_stores_the_hosts_summary_with_the_session(live: Daemon) -> None:
+    session = "55604662-cf2a-4331-851a-ec234028f8ca"  # the fixture session: its wing is spotter
+    transcript = str(next((Path(live.env["HOME"]) / ".claude" / "projects").rglob(f"{session}.jsonl")))
+    payload = base("PostCompact", session_id=session, transcript_path=transcript, cwd="/somewhere/else",
+                   trigger="manual", compact_summary=SUMMARY)
+    for _ in range(2):  # the same summary twice: stored once
+        res, _dt = hook(live.env, "postcompact", payload)
+        assert (res.returncode, res.stdout) == (0, ""), res.stderr
+
+    def stored() -> list[dict[str, Any]]:
+        hits = live.call("search", {"query": "tapir proxy holds port 4000", "limit": 5})["hits"]
+        return [h for h in hits if "tapir proxy" in h["text"]]
+
+    (hit,) = live.wait_for(stored, timeout=30)
+    assert hit["session_id"] == session and hit["wing"] == "spotter"  # the session's wing, not the cwd's
+    assert hit["source_path"] == transcript
+    got = live.call("get", {"ids": [hit["drawer_id"]]})
+    drawer = got["drawers"][0] if "drawers" in got else got[0]
+    assert drawer.get("kind", hit.get("kind")) == "summary", drawer
+    # bad input loses nothing and breaks nothing: no summary, no session
+    for bad in ({**payload, "compact_summary": ""}, {**payload, "session_id": ""}, {**payload, "compact_summary": 7}):
+        res, _dt = hook(live.env, "postcompact", bad)
+        assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+
+
+@pytest.mark.timeout(300)
+def test_stop_waits_for_the_last_answer_the_host_reports(daemon: Daemon, home: Path) -> None:
+    """Claude Code writes the transcript asynchronously: when Stop fires its last answer may not be on disk.
+    The hook waits for the input's last_assistant_message to reach the file before the ingest it asks for.
+    (Filesystem events are off here, so only that ingest can store the exchange.)"""
+    daemon.start(extra_env={"MEMPAL_HOOKS_STOP_EVERY": "1", "MEMPAL_INGEST_WATCH_EVENTS": "false",
+                            "MEMPAL_INGEST_RECONCILE_INTERVAL_S": "3600"})
+    env = {**daemon.env, "MEMPAL_HOOKS_STOP_EVERY": "1"}
+    proj = home / ".claude" / "projects" / "-home-u-okapi"
+    proj.mkdir()
+    session = "77777777-2222-3333-4444-555555555555"
+    path = proj / f"{session}.jsonl"
+    answer = "The okapi importer retries three times because the vendor's API drops every tenth request."
+    path.write_text(user_line(session, "/home/u/okapi", "Why does the okapi importer retry?", "ou-1",
+                              "2026-03-02T10:00:00.000Z") + "\n")
+    late = assistant_line(session, "/home/u/okapi", answer, "oa-1", "ou-1", "2026-03-02T10:00:04.000Z") + "\n"
+
+    def write_late() -> None:
+        time.sleep(0.8)
+        with path.open("a") as fh:
+            fh.write(late)
+
+    import threading
+
+    writer = threading.Thread(target=write_late)
+    writer.start()
+    res, dt = hook(env, "stop", base("Stop", session_id=session, transcript_path=str(path), cwd="/home/u/okapi",
+                                     stop_hook_active=False, last_assistant_message=answer))
+    writer.join()
+    assert res.returncode == 0 and "saved in memory" in res.stdout, res.stderr
+    hits = daemon.call("search", {"query": "okapi importer retries vendor API", "limit": 3})["hits"]
+    assert hits and "drops every tenth request" in hits[0]["text"]  # stored by the hook's own ingest, whole
+    assert 0.7 < dt < 10, dt
+
+
+@pytest.mark.timeout(240)
+def test_injected_context_is_counted_in_utf16_units_and_no_message_is_lost(live: Daemon, tmp_path: Path) -> None:
+    """The host's 10,000 limit counts a JavaScript string's length: an emoji is two. Four messages of 1,900
+    emoji (7,600 code points, 15,200 units) arrive over several prompts, each context within 9,000 units, and
+    none is cut or lost."""
+    cwd = str(tmp_path / "emoji")
+    for i in range(4):
+        live.call("cowork_push", {"from": "codex", "to": "claude", "cwd": cwd, "text": f"m{i} " + "🧠" * 1900})
+    got, contexts = [], 0
+    for _ in range(6):
+        res, _dt = hook(live.env, "prompt", base("UserPromptSubmit", prompt="ok", cwd=cwd, session_id="u16"))
+        if not res.stdout:
+            break
+        ctx = context_of(res, "UserPromptSubmit")
+        assert len(ctx.encode("utf-16-le")) // 2 <= 9000
+        got += [part.split()[0] for part in ctx.split("m")[1:] if part[:1].isdigit()]
+        assert ctx.count("🧠") % 1900 == 0 and "…" not in ctx  # whole messages only
+        contexts += 1
+    assert sorted(got) == ["0", "1", "2", "3"] and contexts >= 2
+    assert live.call("cowork_status", {"cwd": cwd})["inboxes"]["claude"]["pending"] == 0
+
+
+@pytest.mark.timeout(240)
+def test_injected_context_states_facts_not_instructions(live: Daemon) -> None:
+    """Claude Code's docs warn that imperative text in injected context can trip its prompt-injection defences:
+    what mempal adds around the memories describes earlier sessions; it tells the model to do nothing."""
+    prompt = context_of(hook(live.env, "prompt", base("UserPromptSubmit", prompt=RELEVANT, session_id="facts"))[0],
+                        "UserPromptSubmit")
+    start = context_of(hook(live.env, "session-start", base("SessionStart", source="fork", session_id="facts"))[0],
+                       "SessionStart")
+    assert "Earlier sessions recorded these exchanges" in prompt
+    assert "mempal memory of earlier sessions in this project (wing spotter)" in start
+    framing = [ln for ctx in (prompt, start) for ln in ctx.splitlines()[1:2]]
+    for line in framing:
+        for word in ("cite", "Cite", "check ", "search mempal", "you must", "Use ", "relying on"):
+            assert word not in line, (word, line)
+
+
+# the hook commands and doctor ---------------------------------------------------------------------------------
+def doctor_hooks(env: dict[str, str]) -> list[dict[str, Any]]:
+    out = mempal_cli(env, "doctor", "--json")
+    checks: list[dict[str, Any]] = json.loads(out.stdout)
+    return [c for c in checks if "hooks" in c["name"]]
+
+
+@pytest.mark.timeout(240)
+def test_doctor_runs_the_installed_hooks_and_sees_a_broken_hook_path(home: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    (before,) = doctor_hooks(env)
+    assert not before["ok"] and before["warning"] and "not in" in before["detail"]
+    from mempal.paths import runtime_dir
+
+    marker = runtime_dir(env) / "daemon-hung"  # what the hooks leave when the daemon did not answer
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{time.time():.3f} prompt_context\n")
+    hung = [c for c in doctor_hooks(env) if c["name"] == "hooks and the daemon"]
+    assert hung and hung[0]["warning"] and "did not answer prompt_context" in hung[0]["detail"]
+    marker.unlink()
+    out = mempal_cli(env, "install-hooks")
+    assert out.returncode == 0, out.stderr
+    (ok,) = doctor_hooks(env)
+    assert ok["ok"] and "each probed: they run" in ok["detail"], ok  # it warned "not in settings.json" here
+
+    # `pip install -e '.[test]'` after `pip install .`: the package the commands name is gone
+    settings_path = home / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    client = str(REPO / "client")
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = handler["command"].replace(client, str(home / "gone" / "site-packages"))
+    settings_path.write_text(json.dumps(settings))
+    cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    res = subprocess.run(cmd, shell=True, input=json.dumps(base("UserPromptSubmit", prompt=RELEVANT)),
+                         capture_output=True, text=True, env=env, cwd=str(home), timeout=60)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")  # fail open: it cannot even import itself
+    (broken,) = doctor_hooks(env)
+    assert not broken["ok"] and not broken["warning"]
+    assert "the hook path is broken" in broken["detail"] and "No module named 'mempal'" in broken["detail"]
+    assert broken["fix"].startswith("mempal install-hooks")
+    text = mempal_cli(env, "doctor")
+    assert text.returncode == 1 and "fix: mempal install-hooks" in text.stdout
+
+    # a stale install (an older matcher) runs, but doctor says it differs from this release's
+    assert mempal_cli(env, "install-hooks").returncode == 0
+    settings = json.loads(settings_path.read_text())
+    settings["hooks"]["SessionStart"][0]["matcher"] = "startup|resume|clear|compact"
+    settings_path.write_text(json.dumps(settings))
+    (stale,) = doctor_hooks(env)
+    assert not stale["ok"] and stale["warning"] and "SessionStart" in stale["detail"]

@@ -182,3 +182,32 @@ def test_a_lone_surrogate_costs_one_character_not_the_session(daemon: Daemon, ho
     assert "😀" in next(h for h in hits(daemon, "cormorant tests") if "cormorant" in h["text"])["text"]
     inspected = daemon.call("inspect", {"path": str(tx)})  # the inspection answers too (its text is encodable)
     assert inspected["prompts"] == 5
+
+
+@pytest.mark.timeout(240)
+def test_a_default_root_created_after_the_start_is_watched_without_a_reload(daemon: Daemon, home: Path,
+                                                                           formats_dir: Path) -> None:
+    """Codex run for the first time after the daemon started: ``~/.codex/sessions`` did not exist at start (and
+    ``~/.codex`` neither); it is read as soon as it appears, with no SIGHUP and no restart. (The reconcile scan
+    runs once an hour here, so only the watch can find it.)"""
+    assert not (home / ".codex").exists()
+    daemon.start(extra_env={"MEMPAL_INGEST_RECONCILE_INTERVAL_S": "3600"})
+    daemon.idle()
+    assert not any(s["key"].startswith("codex:") for s in daemon.call("status")["sources"])
+    sessions = home / ".codex" / "sessions" / "2025" / "11" / "22"
+    sessions.mkdir(parents=True)
+    shutil.copy(formats_dir / "codex" / "rtchess_turn_aborted_excerpt.jsonl", sessions / ROLLOUT)
+    query = "chess variant where pieces have a cooldown instead of turns"
+    codex = daemon.wait_for(lambda: hits(daemon, query, source_kind="codex"), timeout=60)
+    assert codex[0]["agent"] == "codex"
+    assert any(s["key"].startswith("codex:") for s in daemon.call("status")["sources"])
+    # and a session written later into the watched root is read by its event
+    later = home / ".codex" / "sessions" / "2025" / "11" / "23"
+    later.mkdir(parents=True)
+    text = (formats_dir / "codex" / "rtchess_turn_aborted_excerpt.jsonl").read_text()
+    (later / ROLLOUT.replace("019aad50", "019aad51")).write_text(text)
+
+    def codex_files() -> int:
+        return sum(int(s.get("files") or 0) for s in daemon.call("status")["sources"] if s["key"].startswith("codex:"))
+
+    daemon.wait_for(lambda: codex_files() >= 2, timeout=60)

@@ -1,6 +1,8 @@
 """``mempal doctor``: the checks a client can make without opening the store or loading the model (the
 configuration, the daemon and its socket, the data directory, hooks, MCP, disk space); every failed check says
-how to fix it. ``mempald doctor`` adds the store, the model and the watch limit."""
+how to fix it. The hooks are checked by running each installed command with ``--probe``: a command that cannot
+start the hook (its package moved) is reported as a broken hook path. ``mempald doctor`` adds the store, the
+model and the watch limit."""
 
 from __future__ import annotations
 
@@ -8,10 +10,17 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from mempal.connection import DaemonUnavailable, call
+from mempal.hook import PROBE_FLAG
+from mempal.hook_hung import mark_path
+from mempal.install import claude_settings_path, codex_hooks_path, hook_entries, is_ours
+from mempal.install_files import InstallError, read_json
 from mempal.paths import locate
 from mempald.config import ConfigError, Settings, config_path, data_dir, load_settings
 
@@ -69,15 +78,94 @@ def check_data_dir() -> Check:
                  f"chown -R $USER {d}; chmod 700 {d}")
 
 
-def check_hooks() -> Check:
-    settings = Path.home() / ".claude" / "settings.json"
+HOOK_PROBE_TIMEOUT_S = 10.0  # one hook command's start, probed (a cold interpreter on a busy machine included)
+BROKEN_FIX = ("mempal install-hooks, run with the Python whose `mempal` you use: the commands name an interpreter "
+              "and a package folder that no longer start the hook (`pip install -e` after `pip install .` moves "
+              "the package; a venv was removed)")
+
+
+def probe_hook(command: str) -> str | None:
+    """Run an installed hook command as its host would, with ``--probe`` (the hook then says it started and
+    does nothing else): None when it runs, else what went wrong."""
     try:
-        text = settings.read_text()
-    except OSError:
-        text = ""
-    ok = "mempal-hook" in text
-    return Check("Claude Code hooks", ok, f"{'installed in' if ok else 'not in'} {settings}",
-                 "mempal install-hooks", warning=not ok)
+        res = subprocess.run(f"{command} {PROBE_FLAG}", shell=True, stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=HOOK_PROBE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return f"did not start within {HOOK_PROBE_TIMEOUT_S:g}s"
+    except OSError as exc:
+        return str(exc)
+    if res.returncode == 0 and res.stdout.startswith("mempal-hook ok"):
+        return None
+    said = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    return f"exit {res.returncode}" + (f": {said[-1].strip()[:300]}" if said else " without the probe's answer "
+                                       "(a hook of an older release, or another program)")
+
+
+def _ours(settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    hooks = settings.get("hooks")
+    out: dict[str, list[dict[str, Any]]] = {}
+    if isinstance(hooks, dict):
+        for event, groups in hooks.items():
+            if isinstance(groups, list):
+                mine = [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                        and any(map(is_ours, g["hooks"]))]
+                if mine:
+                    out[event] = mine
+    return out
+
+
+def check_hook_file(name: str, path: Path, agent: str) -> Check | None:
+    """mempal's hooks in one settings file: none (None), or whether each command runs and whether they are
+    this release's (every event, the matchers)."""
+    try:
+        settings = read_json(path)
+    except InstallError as exc:
+        return Check(name, False, str(exc), f"fix {path} by hand, then mempal install-hooks")
+    ours = _ours(settings)
+    if not ours:
+        return None
+    commands = [(event, str(h["command"])) for event, groups in ours.items() for g in groups for h in g["hooks"]
+                if is_ours(h)]
+    broken = [(event, why) for event, cmd in commands if (why := probe_hook(cmd)) is not None]
+    if broken:
+        shown = "; ".join(f"{event}: {why}" for event, why in broken[:3])
+        return Check(name, False, f"the hook path is broken: {len(broken)} of {len(commands)} hook commands in "
+                                  f"{path} do not run ({shown})", BROKEN_FIX)
+    wanted = hook_entries("mempal-hook", agent)
+    stale = sorted(event for event, groups in wanted.items()
+                   if [g.get("matcher") for g in ours.get(event, [])] != [g.get("matcher") for g in groups])
+    if stale:
+        return Check(name, False, f"{len(commands)} hook commands in {path} run, but differ from this release's "
+                                  f"for {', '.join(stale)}", "mempal install-hooks", warning=True)
+    return Check(name, True, f"{len(commands)} hook commands in {path}, each probed: they run")
+
+
+def check_hooks() -> list[Check]:
+    """Claude Code's hooks (user settings, and this project's when it has mempal's), Codex's when installed:
+    found by their commands, and each command run with ``--probe``."""
+    user = claude_settings_path("user")
+    found = [c for c in (check_hook_file("Claude Code hooks", user, "claude"),
+                         check_hook_file("Claude Code hooks (project)", claude_settings_path("project"), "claude")
+                         if claude_settings_path("project") != user else None,
+                         check_hook_file("Codex hooks", codex_hooks_path("user"), "codex")) if c is not None]
+    if not any(c.name.startswith("Claude Code") for c in found):
+        found.insert(0, Check("Claude Code hooks", False, f"not in {user}", "mempal install-hooks", warning=True))
+    hung = check_hung_marker()
+    return found + ([hung] if hung is not None else [])
+
+
+def check_hung_marker() -> Check | None:
+    """The hooks' marker of a daemon that did not answer (``mempal.hook_hung``): while it is there, hooks skip
+    the daemon (until it answers a probe)."""
+    marker = Path(mark_path())
+    try:
+        when, _, method = marker.read_text(encoding="utf-8").strip().partition(" ")
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(when)))
+    except (OSError, ValueError):
+        return None
+    return Check("hooks and the daemon", False, f"hooks skip the daemon: it did not answer {method or 'a call'} in "
+                 f"time at {since} ({marker}); the next hook probes it again", "if it stays: `mempal logs`, then "
+                 "restart mempald", warning=True)
 
 
 def check_mcp() -> Check:
@@ -104,7 +192,7 @@ def run_client_checks() -> tuple[list[Check], Settings | None, bool]:
     cfg, settings = check_config()
     daemon, st = check_daemon()
     out = [cfg, daemon, check_socket() if st else Check("socket", False, "daemon not running", "start mempald"),
-           check_data_dir(), check_hooks(), check_mcp(), check_disk()]
+           check_data_dir(), *check_hooks(), check_mcp(), check_disk()]
     return out, settings, st is not None
 
 

@@ -66,4 +66,17 @@ METHODS: tuple[Method, ...] = (
         writes=True, idempotent=False,  # it drains the inbox
     ),
     Method("hook_config", "The [hooks] settings, so hooks never parse TOML."),
+    Method(
+        "compact_summary", "Store the host's summary of a compacted session with that session (the PostCompact "
+        "hook's compact_summary): a drawer of kind summary in the session's wing.",
+        (
+            Param("summary", "text", "the summary the host wrote when it compacted the conversation", required=True),
+            Param("session_id", "str", "the compacted session", required=True),
+            Param("agent", "enum", "whose session", default="claude", choices=AGENTS),
+            Param("cwd", "path", "the session's working directory (its wing when the session has no drawers yet)"),
+            Param("transcript_path", "path", "the session's transcript (the drawer's source)"),
+            Param("trigger", "enum", "what compacted it", choices=("manual", "auto")),
+        ),
+        writes=True,
+    ),
 )

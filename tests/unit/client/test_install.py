@@ -16,7 +16,8 @@ from mempal import install
 from tests.conftest import REPO
 
 CODEX_EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
-EVENTS = {*CODEX_EVENTS, "PreToolUse"}  # the file gate is for Claude Code's file tools only
+# the file gate is for Claude Code's file tools only; PostCompact is Claude Code's own event
+EVENTS = {*CODEX_EVENTS, "PreToolUse", "PostCompact"}
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
@@ -55,12 +56,14 @@ def test_dry_run_prints_a_correct_settings_json(home: Path) -> None:
         assert isinstance(handler["timeout"], int) and 0 < handler["timeout"] <= 120
         assert install.is_ours(handler)
         verb = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop",
-                "PreCompact": "precompact", "PreToolUse": "file"}[event]
+                "PreCompact": "precompact", "PostCompact": "postcompact", "PreToolUse": "file"}[event]
         assert handler["command"].endswith(f" {verb}")
-    assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
+    # every source Claude Code's current hooks reference lists
+    assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact|fork"
     assert settings["hooks"]["PreCompact"][0]["matcher"] == "manual|auto"
+    assert settings["hooks"]["PostCompact"][0]["matcher"] == "manual|auto"
     assert settings["hooks"]["PreToolUse"][0]["matcher"] == "Read|Edit|Write|MultiEdit|NotebookEdit"
-    assert settings["hooks"]["PreCompact"][0]["hooks"][0]["timeout"] <= 30  # compaction never waits long
+    assert settings["hooks"]["PreCompact"][0]["hooks"][0]["timeout"] <= 5  # compaction never waits
     assert "UserPromptSubmit" in out.stdout and not (home / ".claude" / "settings.json").exists()
 
 
@@ -89,7 +92,7 @@ def test_install_merges_idempotently_with_a_backup(home: Path) -> None:
     assert merged["permissions"] == THEIRS["permissions"]
     assert merged["hooks"]["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]
     assert merged["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
-    assert len(ours(merged)) == 5
+    assert len(ours(merged)) == 6
 
     # re-running changes nothing: same bytes, no new backup
     after_first = path.read_text()
@@ -110,7 +113,7 @@ def test_reinstall_replaces_a_stale_entry_in_place(home: Path) -> None:
     groups = merged["hooks"]["UserPromptSubmit"]
     assert groups[0]["hooks"] == [{"type": "command", "command": "their-prompt-hook"}]
     assert len([c for c in ours(merged) if "/old/venv" in c]) == 0
-    assert len(ours(merged)) == 5
+    assert len(ours(merged)) == 6
 
 
 def test_uninstall_removes_exactly_what_install_added(home: Path) -> None:
@@ -139,7 +142,7 @@ def test_project_scope_and_invalid_json_is_left_alone(home: Path, tmp_path: Path
     proj.mkdir()
     monkeypatch.chdir(proj)
     assert install.cmd_install_hooks(ns(scope="project")) == 0
-    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 5
+    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 6
     assert not (home / ".claude" / "settings.json").exists()
 
     bad = home / ".claude" / "settings.json"
@@ -151,9 +154,12 @@ def test_project_scope_and_invalid_json_is_left_alone(home: Path, tmp_path: Path
 
 
 def test_codex_hooks_file_and_feature_flag_warning(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Current Codex: hooks are on by default (no flag to set), ``codex_hooks`` is a deprecated alias of
+    ``[features] hooks``, and new hooks wait for the user's review in ``/hooks``."""
     assert install.cmd_install_hooks(ns(codex=True)) == 0
     err = capsys.readouterr().err
-    assert "codex_hooks = true" in err and "codex features enable codex_hooks" in err
+    assert "`/hooks`" in err and "review" in err  # said every time
+    assert "warning" not in err and "codex features enable" not in err  # on by default: nothing to enable
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())
     assert set(hooks["hooks"]) == CODEX_EVENTS
     assert all(c.endswith("--agent codex") for c in ours(hooks))
@@ -162,10 +168,17 @@ def test_codex_hooks_file_and_feature_flag_warning(home: Path, capsys: pytest.Ca
     config = home / ".codex" / "config.toml"
     config.write_text('model = "gpt-5"\n[features]\ncodex_hooks = true\n')
     install.cmd_install_hooks(ns(codex=True))
-    assert "warning" not in capsys.readouterr().err
-    config.write_text("[features]\nhooks = false\n")
+    err = capsys.readouterr().err
+    assert "warning" not in err and "deprecated alias" in err and "`/hooks`" in err
+    config.write_text("[features]\nhooks = true\n")
     install.cmd_install_hooks(ns(codex=True))
-    assert "turned off" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "warning" not in err and "deprecated" not in err
+    for off in ("[features]\nhooks = false\n", "[features]\ncodex_hooks = false\n"):
+        config.write_text(off)
+        install.cmd_install_hooks(ns(codex=True))
+        err = capsys.readouterr().err
+        assert "turned off" in err and "`/hooks`" in err
 
     install.cmd_uninstall_hooks(ns(codex=True))
     assert ours(json.loads((home / ".codex" / "hooks.json").read_text())) == []
@@ -248,8 +261,9 @@ def test_the_hook_command_runs_without_site_and_finds_its_package(tmp_path: Path
     nothing else is needed (no PYTHONPATH, another cwd)."""
     argv = install.hook_argv()
     assert argv[:4] == [sys.executable, "-P", "-S", "-c"]
-    probe = argv[4].replace(install.HOOK_ENTRY,
-                            "import mempal.hook; print(mempal.hook.__file__, 'site' in sys.modules)")
+    head, guarded = argv[4].split("; exec(", 1)
+    assert install.HOOK_ENTRY in guarded and "except BaseException" in guarded  # the import is guarded
+    probe = head + "; import mempal.hook; print(mempal.hook.__file__, 'site' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([*argv[:4], probe], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr

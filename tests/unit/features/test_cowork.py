@@ -356,11 +356,11 @@ def test_compose_puts_the_inbox_first_and_keeps_to_the_budgets() -> None:
     assert "2 more message(s)" in text
     assert 1 <= len(kept) < 5
     assert len(text) <= 9000
-    mem = text[text.index("Memories"):]
+    mem = text[text.index("Earlier sessions recorded"):]
     assert len(mem) // 4 <= 600 + 10
     # no memories budget: inbox only
     text2, kept2 = compose(msgs, 0, hits, 9000, 0, lambda s: len(s) // 4)
-    assert kept2 == [] and "Memories" not in text2
+    assert kept2 == [] and "Earlier sessions recorded" not in text2
     # the best memory is cut rather than dropped when it alone is over budget
     _, kept3 = compose((), 0, [_hit("big", 0.9, text="long " * 2000)], 9000, 300, lambda s: len(s) // 4)
     assert [h["drawer_id"] for h in kept3] == ["big"]
