@@ -2,8 +2,9 @@
 the bytes of a folder unit, and what its reader needs to know from beside it.
 
 - A Claude Code sub-agent file (``agent-<id>.jsonl``, in ``<session>/subagents/`` or, before 2.1, beside the
-  session file) gets its parent exchange from the session file that started it, and its type from
-  ``agent-<id>.meta.json`` when there is one.
+  session file) gets its parent exchange from the session file that started it, its type from
+  ``agent-<id>.meta.json`` when there is one, and the session's project (its first working directory): a
+  session is one wing, whatever sub-folder its sub-agents worked in.
 - A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none.
 - A file whose format knows no working directory files under the name of the folder it lies in (an export's
   folder, a repository): ``folder_wing``.
@@ -96,6 +97,23 @@ def _session_of(path: Path) -> str:
     return sid if isinstance(sid, str) else ""
 
 
+def _first_cwd(path: Path, max_lines: int = 200) -> str:
+    """The first working directory a Claude Code session file names (its project), "" when none is found."""
+    try:
+        with path.open("rb") as fh:
+            for _, raw in zip(range(max_lines), fh, strict=False):
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                cwd = rec.get("cwd") if isinstance(rec, dict) else None
+                if isinstance(cwd, str) and cwd:
+                    return cwd
+    except OSError:
+        return ""
+    return ""
+
+
 def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
     """``ctx`` with the parent exchange and type of a Claude Code sub-agent file (unchanged for other files,
     and while the parent cannot be found yet: it is looked for again on the next read)."""
@@ -117,7 +135,12 @@ def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
         parent_file = path.with_name(f"{session}.jsonl") if session else path
     ctx = replace(ctx, agent_type=agent_type if isinstance(agent_type, str) else "")
     try:
-        if parent_file == path or not parent_file.is_file() or parent_file.stat().st_size > PARENT_MAX:
+        if parent_file == path or not parent_file.is_file():
+            return ctx
+        project = _first_cwd(parent_file)
+        if project:
+            ctx = replace(ctx, cwd=project)  # the sub-agent's drawers go to its session's wing
+        if parent_file.stat().st_size > PARENT_MAX:
             return ctx
         links = claude_code.agent_links(_lines(parent_file))
     except OSError:

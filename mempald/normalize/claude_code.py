@@ -12,6 +12,12 @@ folded in, and meta, progress, hook, snapshot and injected lines skipped with a 
   call by the prompt; a sub-agent file (``agent-*.jsonl``, beside the session or in ``<session>/subagents/``)
   gets its parent from the cursor context (the ingest finds it in the session file). ``Warmup`` sidechains
   and the compaction agent (``agent-acompact-*``) are skipped: they hold nothing anyone typed or asked.
+- A background task's notification (``origin.kind`` ``task-notification``, text ``<task-notification>``) is
+  not the user's words: folded into the exchange in progress as one ``[task notification] <summary>`` line (its
+  answer stays in that exchange), skipped when no exchange is open.
+- A ``/btw`` side question (``agent-aside_question-*.jsonl``) replays the parent's history before the question:
+  that copy is skipped (it is stored from the session file); the user's question, out of the system-reminder
+  Claude Code wraps it in, is the prompt of one exchange (agent ``claude/side-question``) with its answer.
 - The session's title comes from ``custom-title`` > ``ai-title`` > ``summary`` > ``last-prompt`` records; its
   project (the wing) is its first working directory, whatever folders it moves into later.
 """
@@ -35,14 +41,16 @@ AGENT_TOOLS = frozenset({"Task", "Agent"})
 TYPES = frozenset({
     "user", "assistant", "summary", "file-history-snapshot", "progress", "system", "queue-operation",
     "custom-title", "ai-title", "agent-name", "last-prompt", "attachment", "permission-mode", "pr-link",
-    "agent-setting", "bridge-session", "worktree-state",
+    "agent-setting", "bridge-session", "worktree-state", "mode", "atis-latch",
 })
 _TITLE_RANK = {"custom-title": 5, "ai-title": 4, "agent-name": 3, "summary": 2, "last-prompt": 1}
 _TITLE_KEY = {"custom-title": "customTitle", "ai-title": "aiTitle", "agent-name": "agentName", "summary": "summary",
               "last-prompt": "lastPrompt"}
 _SKIP_TYPES = {"file-history-snapshot": "file snapshot", "progress": "progress", "queue-operation": "queue operation",
                "permission-mode": "permission mode", "pr-link": "pr link", "agent-setting": "agent setting",
-               "bridge-session": "bridge session", "worktree-state": "worktree state"}
+               "bridge-session": "bridge session", "worktree-state": "worktree state", "mode": "mode",
+               "atis-latch": "atis latch"}
+ASIDE = "aside_question"  # the agent id (and file name) of a /btw side question: agent-aside_question-<hex>.jsonl
 
 
 def _loads(raw: bytes) -> dict[str, Any] | None:
@@ -116,7 +124,8 @@ class _Reader:
         self.pending: dict[str, _Pending] = {}  # Task/Agent tool_use id -> its call, until its sidechain starts
         self.agent_calls: dict[str, _Pending] = {}  # every Task/Agent tool_use id -> its call
         self.links: dict[str, tuple[str, str]] = {}  # sub-agent id -> (parent exchange key, sub-agent type)
-        self.agent_file = False
+        self.aside = ASIDE in inp.name.rsplit("/", 1)[-1]  # a /btw side question's file
+        self.asked = False  # the side question was read (what came before it is the parent's history)
 
     # exchanges -------------------------------------------------------------------------------------------
     def open(self, rec: dict[str, Any], offset: int, user: str, **kw: Any) -> _Open:
@@ -174,6 +183,9 @@ class _Reader:
         if agent_id.startswith("acompact"):
             self.ledger.skipped(ref, "compaction agent")
             return
+        if self.aside or agent_id.startswith(ASIDE):
+            self.side_question(rec, line)
+            return
         if rtype == "system":
             self.system(rec, ref)
         elif rtype == "attachment":
@@ -218,6 +230,15 @@ class _Reader:
             self.tool_results(rec, content, ref, self.main)
             return
         kind, body = text_of.classify(text)
+        origin = rec.get("origin")
+        if kind == "notification" or (isinstance(origin, dict) and origin.get("kind") == "task-notification"):
+            if self.main is None:
+                self.ledger.skipped(ref, "task notification")
+                return
+            summary = body if kind == "notification" else text_of.notification_summary(text)
+            self.main.reply.append(f"[task notification] {summary}".strip())
+            self.ledger.folded(ref, self.main.key, "task notification")
+            return
         if kind == "command" and body.split(" ", 1)[0] == "/compact" and self.main is not None and \
                 self.main.kind == "summary":
             # 2.x writes the summary first, then the /compact line that asked for it: one exchange
@@ -309,6 +330,31 @@ class _Reader:
             self.links[agent_id] = (call.parent, call.agent_type)
 
     # sub-agents --------------------------------------------------------------------------------------------
+    def side_question(self, rec: dict[str, Any], line: Line) -> None:
+        """A record of a /btw side question's file: the parent's history (skipped), then the question and its
+        answer (one exchange)."""
+        ref = line.offset
+        msg = rec.get("message")
+        if rec.get("type") not in ("user", "assistant") or not isinstance(msg, dict):
+            self.ledger.skipped(ref, "side question: " + (_s(rec.get("type")) or "unknown") + " record")
+            return
+        text = text_blocks(msg.get("content")) if rec.get("type") == "user" else None
+        question = text_of.side_question(text) if text is not None else None
+        if question is not None:
+            self.close("side")
+            self.asked = True
+            self.side = self.open(rec, line.offset, question or "[side question]", parent=self.ctx.parent,
+                                  agent="claude/side-question")
+            self.ledger.stored(ref, self.side.key, "side question")
+        elif not self.asked or self.side is None:
+            self.ledger.skipped(ref, "side question: copy of the parent's history")
+        elif rec.get("type") == "assistant":
+            self.assistant(rec, line, self.side, "side")
+        elif text is None:
+            self.tool_results(rec, msg.get("content"), ref, self.side)
+        else:
+            self.ledger.skipped(ref, "side question: after the answer")
+
     def sidechain(self, rec: dict[str, Any], line: Line, agent_id: str) -> None:
         ref = line.offset
         msg = rec["message"]
