@@ -5,7 +5,9 @@ the bytes of a folder unit, and what its reader needs to know from beside it.
   session file) gets its parent exchange from the session file that started it, its type from
   ``agent-<id>.meta.json`` when there is one, and the session's project (its first working directory): a
   session is one wing, whatever sub-folder its sub-agents worked in.
-- A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none.
+- A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none
+  (a sub-agent's chat lies one folder deeper, in ``chats/<parent session id>/``); a sub-agent's chat gets its
+  parent exchange from its parent session's chat: the last prompt there before the sub-agent started.
 - A file whose format knows no working directory files under the name of the folder it lies in (an export's
   folder, a repository): ``folder_wing``.
 """
@@ -17,9 +19,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from mempald.normalize import claude_code, registry
-from mempald.normalize.format import Format
-from mempald.normalize.model import CursorContext, Line
+from mempald.normalize import claude_code, gemini, registry
+from mempald.normalize.format import Format, Input, loads
+from mempald.normalize.model import CursorContext, Line, NormalizeError
 from mempald.normalize.wings import slug
 from mempald.sources.reader import open_regular
 
@@ -149,11 +151,51 @@ def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
     return replace(ctx, parent=parent, agent_type=ctx.agent_type or kind)
 
 
+def _gemini_header(path: Path) -> dict[str, object]:
+    """The header record of a Gemini CLI JSONL chat ({} when its first line is not one)."""
+    try:
+        with path.open("rb") as fh:
+            rec = loads(fh.readline(1 << 20))
+    except OSError:
+        return {}
+    return rec if isinstance(rec, dict) else {}
+
+
+def gemini_parent(path: Path, started: str) -> str:
+    """The exchange of the parent session that started the Gemini sub-agent chat ``path`` (which lies in a folder
+    named after that session, beside the session's own chat): its last prompt before ``started``; "" if none."""
+    folder = path.parent
+    parent_id = folder.name
+    if len(parent_id) < 8:
+        return ""
+    for cand in sorted(folder.parent.glob(f"session-*-{parent_id[:8]}.json*")):
+        try:
+            if not cand.is_file() or cand.stat().st_size > PARENT_MAX:
+                continue
+            parsed = gemini.parse(Input(name=str(cand), data=cand.read_bytes(),
+                                        context=CursorContext(format=gemini.SOURCE_KIND)))
+        except (OSError, NormalizeError):
+            continue
+        if parsed.context.session_id != parent_id:
+            continue
+        prompts = [e for e in parsed.exchanges if e.user and (not started or (e.timestamp or "") <= started)]
+        return prompts[-1].key if prompts else ""
+    return ""
+
+
 def gemini_context(path: Path, ctx: CursorContext) -> CursorContext:
-    """``ctx`` with the project of a Gemini CLI chat from ``.project_root`` beside its ``chats/`` folder."""
+    """``ctx`` with the project of a Gemini CLI chat from ``.project_root`` beside its ``chats/`` folder, and a
+    sub-agent chat's parent exchange."""
+    header = _gemini_header(path) if path.suffix == ".jsonl" else {}
+    if header.get("kind") == gemini.SUBAGENT and not ctx.parent:
+        started = header.get("startTime")
+        ctx = replace(ctx, parent=gemini_parent(path, started if isinstance(started, str) else ""))
     if ctx.cwd:
         return ctx
-    for folder in (path.parent, path.parent.parent):
+    folders = [path.parent, path.parent.parent]
+    if path.parent.parent.name == "chats":  # a sub-agent's chat, in chats/<parent session id>/
+        folders.append(path.parent.parent.parent)
+    for folder in folders:
         marker = folder / ".project_root"
         try:
             text = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
