@@ -8,6 +8,7 @@ the bytes of a folder unit, and what its reader needs to know from beside it.
 - A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none
   (a sub-agent's chat lies one folder deeper, in ``chats/<parent session id>/``); a sub-agent's chat gets its
   parent exchange from its parent session's chat: the last prompt there before the sub-agent started.
+- A file whose content is binary (a SQLite database, NUL bytes) is never text: ``format_for`` refuses it.
 - A file whose format knows no working directory files under the name of the folder it lies in (an export's
   folder, a repository): ``folder_wing``.
 """
@@ -23,7 +24,7 @@ from mempald.normalize import claude_code, gemini, registry
 from mempald.normalize.format import Format, Input, loads
 from mempald.normalize.model import CursorContext, Line, NormalizeError
 from mempald.normalize.wings import slug
-from mempald.sources.reader import open_regular
+from mempald.sources.reader import BINARY_PROBE, check_text, open_regular
 
 PARENT_MAX = 64 * 1024 * 1024  # a session file read to find a sub-agent's parent (larger ones are not read)
 EXPORT_MAX = 512 * 1024 * 1024
@@ -32,18 +33,20 @@ _GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects",
 _HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2})$", re.I)
 
 
-def head_of(path: Path) -> bytes:
+def head_of(path: Path, size: int = registry.HEAD_BYTES) -> bytes:
     """The start of a file, for its format (``Refused`` for a FIFO, a socket, a device: never blocks on one)."""
     with open_regular(path) as fh:
-        return fh.read(registry.HEAD_BYTES)
+        return fh.read(size)
 
 
 def format_for(path: Path, fixed: str) -> Format | None:
     """The format of ``path``: the source's fixed format, else what the registry detects (None: a JSON file in
-    no known format)."""
+    no known format). ``Refused`` (reason ``binary``) for a file whose content is not text."""
+    head = head_of(path, BINARY_PROBE if fixed != "auto" else registry.HEAD_BYTES)
+    check_text(path, head)
     if fixed != "auto":
         return registry.by_name(fixed)
-    return registry.detect_file(head_of(path), path.name)
+    return registry.detect_file(head, path.name)
 
 
 def read_export(root: Path, max_bytes: int = EXPORT_MAX) -> dict[str, bytes]:
