@@ -155,13 +155,19 @@ def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
 
 
 def _gemini_header(path: Path) -> dict[str, object]:
-    """The header record of a Gemini CLI JSONL chat ({} when its first line is not one)."""
+    """The header of a Gemini CLI chat: a JSONL chat's first line, a JSON chat's object ({} when none)."""
     try:
         with path.open("rb") as fh:
-            rec = loads(fh.readline(1 << 20))
+            first = fh.readline(1 << 20) if path.suffix == ".jsonl" else fh.read(registry.HEAD_BYTES)
     except OSError:
         return {}
-    return rec if isinstance(rec, dict) else {}
+    if path.suffix == ".jsonl":
+        rec = loads(first)
+        return rec if isinstance(rec, dict) else {}
+    # a JSON chat's own keys come before its messages: read them from its head, not the whole file again
+    text = first.decode("utf-8", errors="replace").split('"messages"', 1)[0]
+    return {k: m.group(1) for k in ("kind", "startTime")
+            if (m := re.search(rf'"{k}"\s*:\s*"([^"]*)"', text)) is not None}
 
 
 def gemini_parent(path: Path, started: str) -> str:
@@ -189,7 +195,7 @@ def gemini_parent(path: Path, started: str) -> str:
 def gemini_context(path: Path, ctx: CursorContext) -> CursorContext:
     """``ctx`` with the project of a Gemini CLI chat from ``.project_root`` beside its ``chats/`` folder, and a
     sub-agent chat's parent exchange."""
-    header = _gemini_header(path) if path.suffix == ".jsonl" else {}
+    header = _gemini_header(path)
     if header.get("kind") == gemini.SUBAGENT and not ctx.parent:
         started = header.get("startTime")
         ctx = replace(ctx, parent=gemini_parent(path, started if isinstance(started, str) else ""))

@@ -63,3 +63,19 @@ def test_a_chat_that_opens_with_a_model_turn_keeps_its_tool_call() -> None:
                                "All 41 tests pass.")
     assert bump.user == "great, now bump the version" and bump.assistant == "Bumped to 1.4.0."
     assert "skipped: answer before any prompt" not in parsed.ledger.counts()
+
+
+def test_a_json_sub_agent_chat_is_read_the_same(tmp_path: Path) -> None:
+    """The whole-object shape (``session-*.json``) of the same sub-agent chat: same link, same wing."""
+    import json
+    import shutil
+
+    chats = tmp_path / "tmp" / "demo-app" / "chats"
+    shutil.copytree(TMP / "demo-app", tmp_path / "tmp" / "demo-app")
+    sub = chats / PARENT_ID / SUB.name
+    header, *messages = [json.loads(line) for line in sub.read_text().splitlines()]
+    as_json = sub.with_suffix(".json")
+    as_json.write_text(json.dumps({**header, "messages": messages}))
+    sub.unlink()
+    (work,) = _read(as_json).exchanges
+    assert (work.kind, work.parent, wing_from_cwd(work.project)) == ("subagent", "u-1", "demo-app")
