@@ -44,7 +44,7 @@ def test_sub_agent_chat_files_under_the_project_not_the_parent_session_id() -> N
     for path in (PARENT, SUB, OPENING):
         (wing,) = {wing_from_cwd(e.project, default=folder_wing(path, TMP)) for e in _read(path).exchanges}
         assert wing == "demo-app", path
-    assert folder_wing(SUB, TMP) == PARENT_ID  # what it was filed under when its project was not found
+    assert folder_wing(SUB, TMP) == "demo-app"  # (before: the parent session id, its folder's name)
 
 
 def test_parent_session_prompts_are_unchanged() -> None:
@@ -79,3 +79,16 @@ def test_a_json_sub_agent_chat_is_read_the_same(tmp_path: Path) -> None:
     sub.unlink()
     (work,) = _read(as_json).exchanges
     assert (work.kind, work.parent, wing_from_cwd(work.project)) == ("subagent", "u-1", "demo-app")
+
+
+def test_without_a_project_root_the_sub_agent_files_where_its_parent_does(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "tmp"
+    shutil.copytree(TMP / "demo-app", root / "demo-app")
+    (root / "demo-app" / ".project_root").unlink()  # older Gemini CLI: no marker, the folder names the project
+    sub = root / "demo-app" / "chats" / PARENT_ID / SUB.name
+    parent = root / "demo-app" / "chats" / PARENT.name
+    wings = {folder_wing(p, root) for p in (sub, parent)}
+    assert wings == {"demo-app"}  # not the parent session's id
+    assert not any(e.project for p in (sub, parent) for e in _read(p).exchanges)
