@@ -30,8 +30,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mempald.normalize import claude_code_text as text_of
+from mempald.normalize.claude_code_text import text_blocks
 from mempald.normalize.common import add_unique, touched_path
-from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.common import as_str as _s
+from mempald.normalize.format import Format, Input, Parsed, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, Line, strip_injected
 
@@ -51,38 +53,6 @@ _SKIP_TYPES = {"file-history-snapshot": "file snapshot", "progress": "progress",
                "bridge-session": "bridge session", "worktree-state": "worktree state", "mode": "mode",
                "atis-latch": "atis latch"}
 ASIDE = "aside_question"  # the agent id (and file name) of a /btw side question: agent-aside_question-<hex>.jsonl
-
-
-def _loads(raw: bytes) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def text_blocks(content: Any) -> str | None:
-    """The text of a user message if it is text (a string or text blocks), else None (tool results)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif block.get("type") == "tool_result":
-                return None
-        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
-        if images:
-            parts.append(f"[{images} image(s) attached]")
-        return "\n".join(parts) if parts else None
-    return None
 
 
 @dataclass
@@ -125,7 +95,6 @@ class _Reader:
         self.agent_calls: dict[str, _Pending] = {}  # every Task/Agent tool_use id -> its call
         self.links: dict[str, tuple[str, str]] = {}  # sub-agent id -> (parent exchange key, sub-agent type)
         self.aside = ASIDE in inp.name.rsplit("/", 1)[-1]  # a /btw side question's file
-        self.asked = False  # the side question was read (what came before it is the parent's history)
 
     # exchanges -------------------------------------------------------------------------------------------
     def open(self, rec: dict[str, Any], offset: int, user: str, **kw: Any) -> _Open:
@@ -157,9 +126,9 @@ class _Reader:
 
     # records ---------------------------------------------------------------------------------------------
     def line(self, line: Line) -> None:
-        rec = _loads(line.raw)
+        rec = loads(line.raw)
         ref = line.offset
-        if rec is None:
+        if not isinstance(rec, dict):
             self.ledger.skipped(ref, "not JSON")
             return
         rtype = rec.get("type") if isinstance(rec.get("type"), str) else None
@@ -342,11 +311,10 @@ class _Reader:
         question = text_of.side_question(text) if text is not None else None
         if question is not None:
             self.close("side")
-            self.asked = True
             self.side = self.open(rec, line.offset, question or "[side question]", parent=self.ctx.parent,
                                   agent="claude/side-question")
             self.ledger.stored(ref, self.side.key, "side question")
-        elif not self.asked or self.side is None:
+        elif self.side is None:  # before the question: the parent's history, copied
             self.ledger.skipped(ref, "side question: copy of the parent's history")
         elif rec.get("type") == "assistant":
             self.assistant(rec, line, self.side, "side")

@@ -49,6 +49,26 @@ def strip_context(text: str) -> str:
     return _BLOCK.sub("", strip_injected(text)).strip()
 
 
+def text_blocks(content: Any) -> str | None:
+    """The text of a user message if it is text (a string or text blocks), else None (tool results)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif block.get("type") == "tool_result":
+                return None
+        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
+        if images:
+            parts.append(f"[{images} image(s) attached]")
+        return "\n".join(parts) if parts else None
+    return None
+
+
 def notification_summary(text: str) -> str:
     """The one line a background-task notification (``<task-notification>...<summary>X</summary>``) says."""
     m = re.search(r"<summary>(.*?)(?:</summary>|\Z)", text, re.S)
