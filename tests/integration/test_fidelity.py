@@ -115,5 +115,7 @@ def test_binary_files_are_refused_and_mine_file_reads_that_file(daemon: Daemon, 
     one = watched / "a" / ".aider.chat.history.md"
     plan = mempal(daemon, "mine", str(one), "--dry-run")
     assert plan["files"] == 1 and plan["prompts"] == 2  # that file, not its whole watched source
+    folder = mempal(daemon, "mine", str(watched / "b"), "--dry-run")  # a folder inside it: what is under it
+    assert folder["files"] == 2 and folder["prompts"] == 5 and folder["skipped"] == {"binary": 1}
     again = mempal(daemon, "mine", str(one))
     assert again["files"] == 1 and again["errors"] == []  # read already by the watch: nothing new in it
