@@ -6,9 +6,9 @@ the same second gets ``~2``). Inside a run:
 
 - ``#### `` lines are the human's input; consecutive ``#### `` lines are one multi-line prompt. Aider 0.50-0.52
   wrote a multi-line prompt as ``#### `` lines separated by blank lines (an empty line of the paste is a bare
-  ``####``): ``####`` blocks with only blank lines between them are one prompt, however long, unless the next
-  one starts an aider command, is ``<blank>`` or is the echo of a ``/code X``. ``#### <blank>`` is an empty
-  input (skipped).
+  ``####``): one-line ``####`` blocks with only blank lines between them are one prompt, however long, unless
+  the next one starts an aider command, is ``<blank>`` or is the echo of a ``/code X`` (a block of several
+  lines is the newer shape, a whole input). ``#### <blank>`` is an empty input (skipped).
 - ``#### /help QUESTION`` is the prompt (kept as typed, tool ``/help``). Aider then writes the prompt it built
   for the model as more ``#### `` lines (``# Question: ...``, ``# Relevant docs:``, ``<doc>`` ... ``</doc>``,
   hundreds of lines): that is context, folded into the ``/help`` exchange, never a prompt; the answer is kept.
@@ -247,6 +247,7 @@ def parse(inp: Input) -> Parsed:
     refs: list[str] = []
     gap: list[int] = []  # blank lines since the last "####" line, while an input may still go on
     in_block = False
+    spaced = True  # every "####" block of the input so far is one line (0.50-0.52's shape): it may go on
 
     def flush() -> None:
         nonlocal segment
@@ -263,10 +264,12 @@ def parse(inp: Input) -> Parsed:
     for n, raw in enumerate(lines, 1):
         line = raw.rstrip()
         if line.startswith("#### ") or line == "####":
-            if segment is not None and not in_block and _starts_new(segment, line[5:]):
-                flush()
+            if segment is not None and not in_block and (not spaced or _starts_new(segment, line[5:])):
+                flush()  # (a block of several lines is the newer shape: a whole input, blank lines end it)
             if segment is None:
-                segment, refs = [], []
+                segment, refs, spaced = [], [], True
+            elif in_block:
+                spaced = False
             for g in gap:
                 b.ledger.skipped(_ref(g), "blank line between the lines of one input")
             gap.clear()

@@ -178,3 +178,19 @@ def test_aider_real_histories_keep_their_prompts(formats_dir: Path) -> None:
     rfp = formats_dir / "aider" / "real2" / "Ahmedrali__rfp_response_platform__backend" / ".aider.chat.history.md"
     ex = parse(Input(name="h.md", data=rfp.read_bytes())).exchanges
     assert len(ex) == 28 and not any("(Y)es/(N)o" in e.user for e in ex)
+
+
+def test_newer_multi_line_blocks_end_at_a_blank_line() -> None:
+    """In the newer shape a multi-line input is one block: after it, a blank line ends it, even when no answer
+    follows (an interrupted request) and the next block is another prompt or comes after /help's context."""
+    doc = (b"# aider chat started at 2025-10-01 09:00:00\n\n"
+           b"#### fix the parser  \n#### it drops the last line  \n\n"
+           b"#### actually, first run the tests  \n\nAll 12 pass.\n\n"
+           b"#### /help how do I undo  \n\n#### # Question: how do I undo  \n#### # Relevant docs:  \n"
+           b"#### <doc>/undo reverts the last commit aider made</doc>  \n\n"
+           b"#### what changed in the last commit?  \n\nThe parser fix.\n")
+    parsed = parse(Input(name="h.md", data=doc))
+    assert [(e.user, e.assistant) for e in parsed.exchanges] == [
+        ("fix the parser\nit drops the last line", ""), ("actually, first run the tests", "All 12 pass."),
+        ("/help how do I undo", ""), ("what changed in the last commit?", "The parser fix.")]
+    assert parsed.ledger.counts()["folded: aider /help context"] == 3
