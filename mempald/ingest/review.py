@@ -31,6 +31,7 @@ from mempald.ingest.inspect import Reading, inspect_unit
 from mempald.ingest.queues import FRESH
 from mempald.sources.catalog import SourceSet
 from mempald.sources.paths import checked_path
+from mempald.sources.reader import Refused
 from mempald.sources.registry import Source
 from mempald.state.db import State
 from mempald.store.base import Filters
@@ -110,7 +111,10 @@ class SourceReview:
             raise InvalidInput(f"{path} is a folder: inspect one file (or a Slack export folder); "
                                "`mempal mine --dry-run` sums a folder")
         how = self.reading()
-        result = await anyio.to_thread.run_sync(lambda: inspect_unit(path, source, how, rows=not counts_only))
+        try:
+            result = await anyio.to_thread.run_sync(lambda: inspect_unit(path, source, how, rows=not counts_only))
+        except Refused as exc:  # binary content (a SQLite database), a FIFO...: never read as text
+            raise InvalidInput(str(exc)) from None
         result["mode"] = source.mode
         return result
 
@@ -129,6 +133,10 @@ class SourceReview:
             seen.add(str(unit))
             try:
                 r = await anyio.to_thread.run_sync(functools.partial(inspect_unit, unit, source, how, rows=False))
+            except Refused as exc:  # binary content (a SQLite database): not read, as the ingest would not
+                out["skipped"][exc.reason] = out["skipped"].get(exc.reason, 0) + 1
+                out["accounted"][f"skipped: {exc.detail}"] = out["accounted"].get(f"skipped: {exc.detail}", 0) + 1
+                continue
             except (OSError, UnicodeError) as exc:
                 out["errors"].append(f"{f}: {type(exc).__name__}: {exc}")
                 continue

@@ -2,9 +2,13 @@
 the bytes of a folder unit, and what its reader needs to know from beside it.
 
 - A Claude Code sub-agent file (``agent-<id>.jsonl``, in ``<session>/subagents/`` or, before 2.1, beside the
-  session file) gets its parent exchange from the session file that started it, and its type from
-  ``agent-<id>.meta.json`` when there is one.
-- A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none.
+  session file) gets its parent exchange from the session file that started it, its type from
+  ``agent-<id>.meta.json`` when there is one, and the session's project (its first working directory): a
+  session is one wing, whatever sub-folder its sub-agents worked in.
+- A Gemini CLI chat gets its project from ``.project_root`` in its project folder when its own text names none
+  (a sub-agent's chat lies one folder deeper, in ``chats/<parent session id>/``); a sub-agent's chat gets its
+  parent exchange from its parent session's chat: the last prompt there before the sub-agent started.
+- A file whose content is binary (a SQLite database, NUL bytes) is never text: ``format_for`` refuses it.
 - A file whose format knows no working directory files under the name of the folder it lies in (an export's
   folder, a repository): ``folder_wing``.
 """
@@ -16,31 +20,34 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from mempald.normalize import claude_code, registry
-from mempald.normalize.format import Format
-from mempald.normalize.model import CursorContext, Line
+from mempald.normalize import claude_code, gemini, registry
+from mempald.normalize.format import Format, Input, loads
+from mempald.normalize.model import CursorContext, Line, NormalizeError
 from mempald.normalize.wings import slug
-from mempald.sources.reader import open_regular
+from mempald.sources.reader import BINARY_PROBE, check_text, open_regular
 
 PARENT_MAX = 64 * 1024 * 1024  # a session file read to find a sub-agent's parent (larger ones are not read)
 EXPORT_MAX = 512 * 1024 * 1024
 # folders the tools themselves name (a user's own folder names, even "exports", are wings)
 _GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects", "archived_sessions", "subagents"})
-_HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2})$", re.I)
+# a hash, a date, a session id (a Gemini sub-agent's chat lies in a folder named after its parent session)
+_HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})$", re.I)
 
 
-def head_of(path: Path) -> bytes:
+def head_of(path: Path, size: int = registry.HEAD_BYTES) -> bytes:
     """The start of a file, for its format (``Refused`` for a FIFO, a socket, a device: never blocks on one)."""
     with open_regular(path) as fh:
-        return fh.read(registry.HEAD_BYTES)
+        return fh.read(size)
 
 
 def format_for(path: Path, fixed: str) -> Format | None:
     """The format of ``path``: the source's fixed format, else what the registry detects (None: a JSON file in
-    no known format)."""
+    no known format). ``Refused`` (reason ``binary``) for a file whose content is not text."""
+    head = head_of(path, BINARY_PROBE if fixed != "auto" else registry.HEAD_BYTES)
+    check_text(path, head)
     if fixed != "auto":
         return registry.by_name(fixed)
-    return registry.detect_file(head_of(path), path.name)
+    return registry.detect_file(head, path.name)
 
 
 def read_export(root: Path, max_bytes: int = EXPORT_MAX) -> dict[str, bytes]:
@@ -96,6 +103,23 @@ def _session_of(path: Path) -> str:
     return sid if isinstance(sid, str) else ""
 
 
+def _first_cwd(path: Path, max_lines: int = 200) -> str:
+    """The first working directory a Claude Code session file names (its project), "" when none is found."""
+    try:
+        with path.open("rb") as fh:
+            for _, raw in zip(range(max_lines), fh, strict=False):
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                cwd = rec.get("cwd") if isinstance(rec, dict) else None
+                if isinstance(cwd, str) and cwd:
+                    return cwd
+    except OSError:
+        return ""
+    return ""
+
+
 def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
     """``ctx`` with the parent exchange and type of a Claude Code sub-agent file (unchanged for other files,
     and while the parent cannot be found yet: it is looked for again on the next read)."""
@@ -117,7 +141,12 @@ def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
         parent_file = path.with_name(f"{session}.jsonl") if session else path
     ctx = replace(ctx, agent_type=agent_type if isinstance(agent_type, str) else "")
     try:
-        if parent_file == path or not parent_file.is_file() or parent_file.stat().st_size > PARENT_MAX:
+        if parent_file == path or not parent_file.is_file():
+            return ctx
+        project = _first_cwd(parent_file)
+        if project:
+            ctx = replace(ctx, cwd=project)  # the sub-agent's drawers go to its session's wing
+        if parent_file.stat().st_size > PARENT_MAX:
             return ctx
         links = claude_code.agent_links(_lines(parent_file))
     except OSError:
@@ -126,11 +155,57 @@ def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
     return replace(ctx, parent=parent, agent_type=ctx.agent_type or kind)
 
 
+def _gemini_header(path: Path) -> dict[str, object]:
+    """The header of a Gemini CLI chat: a JSONL chat's first line, a JSON chat's object ({} when none)."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(1 << 20) if path.suffix == ".jsonl" else fh.read(registry.HEAD_BYTES)
+    except OSError:
+        return {}
+    if path.suffix == ".jsonl":
+        rec = loads(first)
+        return rec if isinstance(rec, dict) else {}
+    # a JSON chat's own keys come before its messages: read them from its head, not the whole file again
+    text = first.decode("utf-8", errors="replace").split('"messages"', 1)[0]
+    return {k: m.group(1) for k in ("kind", "startTime")
+            if (m := re.search(rf'"{k}"\s*:\s*"([^"]*)"', text)) is not None}
+
+
+def gemini_parent(path: Path, started: str) -> str:
+    """The exchange of the parent session that started the Gemini sub-agent chat ``path`` (which lies in a folder
+    named after that session, beside the session's own chat): its last prompt before ``started``; "" if none."""
+    folder = path.parent
+    parent_id = folder.name
+    if len(parent_id) < 8:
+        return ""
+    for cand in sorted(folder.parent.glob(f"session-*-{parent_id[:8]}.json*")):
+        try:
+            if not cand.is_file() or cand.stat().st_size > PARENT_MAX:
+                continue
+            parsed = gemini.parse(Input(name=str(cand), data=cand.read_bytes(),
+                                        context=CursorContext(format=gemini.SOURCE_KIND)))
+        except (OSError, NormalizeError):
+            continue
+        if parsed.context.session_id != parent_id:
+            continue
+        prompts = [e for e in parsed.exchanges if e.user and (not started or (e.timestamp or "") <= started)]
+        return prompts[-1].key if prompts else ""
+    return ""
+
+
 def gemini_context(path: Path, ctx: CursorContext) -> CursorContext:
-    """``ctx`` with the project of a Gemini CLI chat from ``.project_root`` beside its ``chats/`` folder."""
+    """``ctx`` with the project of a Gemini CLI chat from ``.project_root`` beside its ``chats/`` folder, and a
+    sub-agent chat's parent exchange."""
+    header = _gemini_header(path)
+    if header.get("kind") == gemini.SUBAGENT and not ctx.parent:
+        started = header.get("startTime")
+        ctx = replace(ctx, parent=gemini_parent(path, started if isinstance(started, str) else ""))
     if ctx.cwd:
         return ctx
-    for folder in (path.parent, path.parent.parent):
+    folders = [path.parent, path.parent.parent]
+    if path.parent.parent.name == "chats":  # a sub-agent's chat, in chats/<parent session id>/
+        folders.append(path.parent.parent.parent)
+    for folder in folders:
         marker = folder / ".project_root"
         try:
             text = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""

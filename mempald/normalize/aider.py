@@ -4,10 +4,19 @@ Markdown, appended to. Each run starts with ``# aider chat started at YYYY-MM-DD
 run (session_id is that start time in ISO form, local time as aider wrote it, no zone; a second run started in
 the same second gets ``~2``). Inside a run:
 
-- ``#### `` lines are the human's input; consecutive ``#### `` lines are one multi-line prompt. ``#### <blank>``
-  is an empty input (skipped). In architect mode aider logs the architect's reply again as ``#### `` lines
-  (the prompt it hands to the editor model): a block whose lines repeat the reply since the prompt is that
-  handoff, folded into the exchange, never a second prompt.
+- ``#### `` lines are the human's input; consecutive ``#### `` lines are one multi-line prompt. Aider 0.50-0.52
+  wrote a multi-line prompt as ``#### `` lines separated by blank lines (an empty line of the paste is a bare
+  ``####``): one-line ``####`` blocks with only blank lines between them are one prompt, however long, unless
+  the next one starts an aider command, is ``<blank>`` or is the echo of a ``/code X`` (a block of several
+  lines is the newer shape, a whole input). ``#### <blank>`` is an empty input (skipped).
+- ``#### /help QUESTION`` is the prompt (kept as typed, tool ``/help``). Aider then writes the prompt it built
+  for the model as more ``#### `` lines (``# Question: ...``, ``# Relevant docs:``, ``<doc>`` ... ``</doc>``,
+  hundreds of lines): that is context, folded into the ``/help`` exchange, never a prompt; the answer is kept.
+- ``#### Add file to the chat? (Y)es/(N)o... [Yes]: all`` is aider echoing the answer to one of its own
+  questions (0.86): folded into the exchange in progress, never a prompt.
+- In architect mode aider logs the architect's reply again as ``#### `` lines (the prompt it hands to the
+  editor model): a block whose lines repeat the reply since the prompt is that handoff, folded into the
+  exchange, never a second prompt.
 - ``#### /code X`` (also ``/ask``, ``/architect``, ``/context``) is the prompt ``X``; aider echoes it as
   ``#### X`` right after, and that echo is not a second prompt.
 - Other slash commands (``/commit msg``, ``/add f``, ``/run cmd``...) are not prompts: they become
@@ -44,6 +53,40 @@ _KEEP_OUTPUT = (
 )
 _MAX_LINE = 300
 _BLANK_INPUT = "<blank>"
+# Aider's in-chat commands (a typed command may be any unambiguous prefix of one, like ``/a`` for ``/add``).
+_COMMANDS = (
+    "add", "architect", "ask", "chat-mode", "clear", "code", "commit", "context", "copy", "copy-context", "diff",
+    "drop", "edit", "editor", "editor-model", "exit", "git", "help", "lint", "load", "ls", "map", "map-refresh",
+    "model", "models", "multiline-mode", "ok", "paste", "quit", "read-only", "reasoning-effort", "report", "reset",
+    "run", "save", "settings", "test", "think-tokens", "tokens", "undo", "voice", "weak-model", "web",
+)
+_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z-]*)(?:\s|$)")
+# aider's answer to one of its own yes/no questions, echoed as input: "... (Y)es/(N)o/(A)ll... [Yes]: all"
+_CONFIRM = re.compile(r"\(Y\)es/\(N\)o\b.*\[(?:Yes|No)\]:\s*\S*\s*$")
+_HELP_CONTEXT = re.compile(r"^# Question:.*(?:\n.*)*?\n# (?:Relevant docs|Announcement lines)", re.M)
+
+
+def _is_command(line: str) -> bool:
+    m = _COMMAND.match(line.strip())
+    return m is not None and any(c.startswith(m.group(1).lower()) for c in _COMMANDS)
+
+
+def _starts_new(segment: list[str], line: str) -> bool:
+    """After only blank lines, does the ``####`` line ``line`` start a new input rather than continue
+    ``segment`` (aider 0.50-0.52 separated the lines of one multi-line prompt by blank lines)?"""
+    head, nxt = segment[0].strip(), line.strip()
+    if head.startswith("# Question:"):
+        return False  # /help's context runs on until aider's answer, whatever its lines look like
+    if _BLANK_INPUT in (head, nxt) or _is_command(nxt):
+        return True
+    if _CONFIRM.search(segment[-1]) or _CONFIRM.search(nxt):
+        return True
+    if head.startswith("/"):
+        cmd, _, arg = head.partition(" ")
+        if cmd.lower() in _PROMPT_CMDS and arg.strip():
+            return nxt == arg.strip()  # the echo of "/code X" begins; until then the command's text goes on
+        return True
+    return False
 
 
 def _iso(stamp: str) -> str:
@@ -66,6 +109,7 @@ class _Builder:
         self.reply: list[str] = []
         self.tools: list[str] = []
         self.echo: str | None = None
+        self.help = False  # "/help QUESTION" was typed: aider's "# Question:" context follows
         self.runs: dict[str, int] = {}
         self.orphan = "text before any prompt"  # why text outside an exchange is skipped
 
@@ -92,6 +136,7 @@ class _Builder:
         self.reply = []
         self.tools = []
         self.echo = None
+        self.help = False
 
     def is_handoff(self, lines: list[str]) -> bool:
         """Does this ``####`` block repeat the reply since the prompt (the architect's answer handed on)?"""
@@ -102,8 +147,7 @@ class _Builder:
         return (len(long) >= 2 or len(long[0]) >= 40) and sum(ln in said for ln in long) * 2 >= len(long) and \
             long[0] in said
 
-    def prompt(self, lines: list[str], first: int) -> None:
-        refs = [_ref(first + i) for i in range(len(lines))]
+    def prompt(self, lines: list[str], refs: list[str]) -> None:
         text = strip_injected("\n".join(lines)).strip()
         if text == _BLANK_INPUT or not "\n".join(lines).strip():
             for r in refs:
@@ -124,6 +168,21 @@ class _Builder:
             for r in refs:
                 self.ledger.folded(r, self.key, "architect handoff")
             return
+        if text.startswith("# Question:") and (self.help or _HELP_CONTEXT.match(text)):
+            self.help = False  # the prompt aider built for "/help QUESTION": context, not the user's words
+            for r in refs:
+                if self.user is not None:
+                    self.ledger.folded(r, self.key, "aider /help context")
+                else:
+                    self.ledger.skipped(r, "aider /help context")
+            return
+        if "\n" not in text and _CONFIRM.search(text):
+            for r in refs:  # aider's own question, answered: not a prompt
+                if self.user is not None:
+                    self.ledger.folded(r, self.key, "aider confirmation")
+                else:
+                    self.ledger.skipped(r, "aider confirmation")
+            return
         if text.startswith("/"):
             cmd, _, arg = text.partition(" ")
             cmd = cmd.lower()
@@ -131,6 +190,11 @@ class _Builder:
             if cmd in _PROMPT_CMDS and arg:
                 self.open(arg, refs)
                 self.echo = arg
+                return
+            if cmd == "/help" and arg:
+                self.open(text, refs)  # the user asked aider about itself: the question is the prompt
+                self.tools.append(cmd)
+                self.help = True
                 return
             if self.user is not None:
                 self.tools.append(cmd)
@@ -163,6 +227,7 @@ class _Builder:
         self.ledger.skipped(_ref(n), "aider output")
 
     def text(self, line: str, n: int) -> None:
+        self.help = self.help and not line.strip()
         if self.user is None:
             self.ledger.skipped(_ref(n), "blank" if not line.strip() else self.orphan)
             return
@@ -178,21 +243,45 @@ def parse(inp: Input) -> Parsed:
     """Exchanges of an aider chat history. Never raises: anything unrecognised is assistant text or skipped."""
     text = inp.data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     b = _Builder()
-    prompt_lines: list[str] | None = None
-    first = 0
+    segment: list[str] | None = None  # the input being read (its lines, without the blank lines between)
+    refs: list[str] = []
+    gap: list[int] = []  # blank lines since the last "####" line, while an input may still go on
+    in_block = False
+    spaced = True  # every "####" block of the input so far is one line (0.50-0.52's shape): it may go on
+
+    def flush() -> None:
+        nonlocal segment
+        if segment is not None:
+            b.prompt(segment, refs)
+            segment = None
+        for g in gap:
+            b.text("", g)
+        gap.clear()
+
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no line
     for n, raw in enumerate(lines, 1):
         line = raw.rstrip()
         if line.startswith("#### ") or line == "####":
-            if prompt_lines is None:
-                prompt_lines, first = [], n
-            prompt_lines.append(line[5:])
+            if segment is not None and not in_block and (not spaced or _starts_new(segment, line[5:])):
+                flush()  # (a block of several lines is the newer shape: a whole input, blank lines end it)
+            if segment is None:
+                segment, refs, spaced = [], [], True
+            elif in_block:
+                spaced = False
+            for g in gap:
+                b.ledger.skipped(_ref(g), "blank line between the lines of one input")
+            gap.clear()
+            segment.append(line[5:])
+            refs.append(_ref(n))
+            in_block = True
             continue
-        if prompt_lines is not None:
-            b.prompt(prompt_lines, first)
-            prompt_lines = None
+        in_block = False
+        if segment is not None and not line.strip():
+            gap.append(n)  # the input may go on after blank lines (aider 0.50-0.52)
+            continue
+        flush()
         header = _HEADER.match(line)
         if header:
             b.new_session(header.group(1), n)
@@ -200,8 +289,7 @@ def parse(inp: Input) -> Parsed:
             b.output(line[2:].strip(), n)
         else:
             b.text(line, n)
-    if prompt_lines is not None:
-        b.prompt(prompt_lines, first)
+    flush()
     b.close()
     return Parsed(b.out, b.ledger, replace(inp.context, format=SOURCE_KIND))
 

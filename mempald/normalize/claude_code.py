@@ -12,6 +12,12 @@ folded in, and meta, progress, hook, snapshot and injected lines skipped with a 
   call by the prompt; a sub-agent file (``agent-*.jsonl``, beside the session or in ``<session>/subagents/``)
   gets its parent from the cursor context (the ingest finds it in the session file). ``Warmup`` sidechains
   and the compaction agent (``agent-acompact-*``) are skipped: they hold nothing anyone typed or asked.
+- A background task's notification (``origin.kind`` ``task-notification``, text ``<task-notification>``) is
+  not the user's words: folded into the exchange in progress as one ``[task notification] <summary>`` line (its
+  answer stays in that exchange), skipped when no exchange is open.
+- A ``/btw`` side question (``agent-aside_question-*.jsonl``) replays the parent's history before the question:
+  that copy is skipped (it is stored from the session file); the user's question, out of the system-reminder
+  Claude Code wraps it in, is the prompt of one exchange (agent ``claude/side-question``) with its answer.
 - The session's title comes from ``custom-title`` > ``ai-title`` > ``summary`` > ``last-prompt`` records; its
   project (the wing) is its first working directory, whatever folders it moves into later.
 """
@@ -25,57 +31,25 @@ from typing import Any
 
 from mempald.normalize import claude_code_text as text_of
 from mempald.normalize import quotes
+from mempald.normalize.claude_code_text import text_blocks
 from mempald.normalize.common import add_unique, touched_path
-from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.common import as_str as _s
+from mempald.normalize.format import Format, Input, Parsed, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, Line, strip_injected
 
 SOURCE_KIND = "claude_code"
 FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"})
 AGENT_TOOLS = frozenset({"Task", "Agent"})
-TYPES = frozenset({
-    "user", "assistant", "summary", "file-history-snapshot", "progress", "system", "queue-operation",
-    "custom-title", "ai-title", "agent-name", "last-prompt", "attachment", "permission-mode", "pr-link",
-    "agent-setting", "bridge-session", "worktree-state",
-})
 _TITLE_RANK = {"custom-title": 5, "ai-title": 4, "agent-name": 3, "summary": 2, "last-prompt": 1}
 _TITLE_KEY = {"custom-title": "customTitle", "ai-title": "aiTitle", "agent-name": "agentName", "summary": "summary",
               "last-prompt": "lastPrompt"}
 _SKIP_TYPES = {"file-history-snapshot": "file snapshot", "progress": "progress", "queue-operation": "queue operation",
                "permission-mode": "permission mode", "pr-link": "pr link", "agent-setting": "agent setting",
-               "bridge-session": "bridge session", "worktree-state": "worktree state"}
-
-
-def _loads(raw: bytes) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def text_blocks(content: Any) -> str | None:
-    """The text of a user message if it is text (a string or text blocks), else None (tool results)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif block.get("type") == "tool_result":
-                return None
-        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
-        if images:
-            parts.append(f"[{images} image(s) attached]")
-        return "\n".join(parts) if parts else None
-    return None
+               "bridge-session": "bridge session", "worktree-state": "worktree state", "mode": "mode",
+               "atis-latch": "atis latch"}
+TYPES = frozenset({"user", "assistant", "summary", "system", "attachment", *_TITLE_KEY, *_SKIP_TYPES})
+ASIDE = "aside_question"  # the agent id (and file name) of a /btw side question: agent-aside_question-<hex>.jsonl
 
 
 @dataclass
@@ -118,6 +92,7 @@ class _Reader:
         self.pending: dict[str, _Pending] = {}  # Task/Agent tool_use id -> its call, until its sidechain starts
         self.agent_calls: dict[str, _Pending] = {}  # every Task/Agent tool_use id -> its call
         self.links: dict[str, tuple[str, str]] = {}  # sub-agent id -> (parent exchange key, sub-agent type)
+        self.aside = ASIDE in inp.name.rsplit("/", 1)[-1]  # a /btw side question's file
 
     # exchanges -------------------------------------------------------------------------------------------
     def open(self, rec: dict[str, Any], offset: int, user: str, **kw: Any) -> _Open:
@@ -151,9 +126,9 @@ class _Reader:
 
     # records ---------------------------------------------------------------------------------------------
     def line(self, line: Line) -> None:
-        rec = _loads(line.raw)
+        rec = loads(line.raw)
         ref = line.offset
-        if rec is None:
+        if not isinstance(rec, dict):
             self.ledger.skipped(ref, "not JSON")
             return
         rtype = rec.get("type") if isinstance(rec.get("type"), str) else None
@@ -176,6 +151,9 @@ class _Reader:
         agent_id = _s(rec.get("agentId"))
         if agent_id.startswith("acompact"):
             self.ledger.skipped(ref, "compaction agent")
+            return
+        if self.aside or agent_id.startswith(ASIDE):
+            self.side_question(rec, line)
             return
         if rtype == "system":
             self.system(rec, ref)
@@ -221,6 +199,15 @@ class _Reader:
             self.tool_results(rec, content, ref, self.main)
             return
         kind, body = text_of.classify(text)
+        origin = rec.get("origin")
+        if kind == "notification" or (isinstance(origin, dict) and origin.get("kind") == "task-notification"):
+            if self.main is None:
+                self.ledger.skipped(ref, "task notification")
+                return
+            summary = body if kind == "notification" else text_of.notification_summary(text)
+            self.main.reply.append(f"[task notification] {summary}".strip())
+            self.ledger.folded(ref, self.main.key, "task notification")
+            return
         if kind == "command" and body.split(" ", 1)[0] == "/compact" and self.main is not None and \
                 self.main.kind == "summary":
             # 2.x writes the summary first, then the /compact line that asked for it: one exchange
@@ -303,11 +290,7 @@ class _Reader:
             path = touched_path(tool_input.get("file_path") or tool_input.get("notebook_path"),
                                 _s(rec.get("cwd")) or None)
             add_unique(cur.files, path)
-            edits = tool_input.get("edits")
-            written = [tool_input.get(k) for k in ("new_string", "content", "new_source")]
-            written += [e.get("new_string") for e in edits if isinstance(e, dict)] if isinstance(edits, list) else []
-            for text in written:
-                quotes.add(cur.quotes, path, text)
+            quotes.add_written(cur.quotes, path, tool_input)
         elif name in AGENT_TOOLS and cur is self.main:
             call = _Pending(cur.key, _s(tool_input.get("prompt")).strip(), _s(tool_input.get("subagent_type")))
             self.pending[_s(block.get("id"))] = self.agent_calls[_s(block.get("id"))] = call
@@ -318,6 +301,30 @@ class _Reader:
             self.links[agent_id] = (call.parent, call.agent_type)
 
     # sub-agents --------------------------------------------------------------------------------------------
+    def side_question(self, rec: dict[str, Any], line: Line) -> None:
+        """A record of a /btw side question's file: the parent's history (skipped), then the question and its
+        answer (one exchange)."""
+        ref = line.offset
+        msg = rec.get("message")
+        if rec.get("type") not in ("user", "assistant") or not isinstance(msg, dict):
+            self.ledger.skipped(ref, "side question: " + (_s(rec.get("type")) or "unknown") + " record")
+            return
+        text = text_blocks(msg.get("content")) if rec.get("type") == "user" else None
+        question = text_of.side_question(text) if text is not None else None
+        if question is not None:
+            self.close("side")
+            self.side = self.open(rec, line.offset, question or "[side question]", parent=self.ctx.parent,
+                                  agent="claude/side-question")
+            self.ledger.stored(ref, self.side.key, "side question")
+        elif self.side is None:  # before the question: the parent's history, copied
+            self.ledger.skipped(ref, "side question: copy of the parent's history")
+        elif rec.get("type") == "assistant":
+            self.assistant(rec, line, self.side, "side")
+        elif text is None:
+            self.tool_results(rec, msg.get("content"), ref, self.side)
+        else:
+            self.ledger.skipped(ref, "side question: after the answer")
+
     def sidechain(self, rec: dict[str, Any], line: Line, agent_id: str) -> None:
         ref = line.offset
         msg = rec["message"]

@@ -98,6 +98,9 @@ class Reader:
         self.current: _Open | None = None
         self.anchor: tuple[int, Ref] | None = None  # a response_item user copy that may precede its event
         self.seen_calls: set[str] = set()
+        # web searches of the open exchange by (how it was written, what it searched): Codex Desktop writes each
+        # one twice, as an event_msg/web_search_end and a response_item/web_search_call, not always with an id
+        self.searches: dict[tuple[str, int, str], int] = {}
         self.event_mode = any(rtype == "event_msg" and payload.get("type") == "user_message"
                               for _, rtype, payload, _ in records)
 
@@ -172,6 +175,31 @@ class Reader:
             return
         for name, added in quotes.patch_added(patch).items():
             quotes.add(self.current.quotes, touched_path(name, self.here()), added)
+
+    def web_search(self, ref: Ref, written_as: str, p: dict[str, Any], call_id: Any) -> None:
+        """A web search, counted once however many ways it was written (the event and the item name the same
+        search, with the same id or, without one, the same query or page, in the same exchange)."""
+        raw = p.get("action")
+        action: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        queries = action.get("queries")
+        what = next((v for v in (p.get("query"), action.get("query"), action.get("url"), action.get("pattern"),
+                                 queries[0] if isinstance(queries, list) and queries else None)
+                     if isinstance(v, str) and v), "")
+        if self.current is not None:
+            at = self.current.offset
+            theirs = ("item" if written_as == "event" else "event", at, what)
+            unpaired = self.searches.get(theirs, 0)  # its other copy, written before it and not yet paired
+            if unpaired > 0:
+                self.searches[theirs] = unpaired - 1
+                if not (isinstance(call_id, str) and call_id in self.seen_calls):  # (else add_tool says so)
+                    if isinstance(call_id, str) and call_id:
+                        self.seen_calls.add(call_id)
+                    self.ledger.skipped(ref, "duplicate (web search already seen)")
+                    return
+            else:
+                mine = (written_as, at, what)
+                self.searches[mine] = self.searches.get(mine, 0) + 1
+        self.add_tool(ref, "web_search", _one_line(what, _MAX_ARG), call_id)
 
     # records ---------------------------------------------------------------------------------------------
     def meta(self, p: dict[str, Any], ref: Ref) -> None:
@@ -250,7 +278,7 @@ class Reader:
             touched = [t for t in (touched_path(n, self.here()) for n in names) if t]
             self.add_tool(ref, "apply_patch", _one_line(", ".join(names), _MAX_ARG), p.get("call_id"), touched)
         else:
-            self.add_tool(ref, "web_search", _one_line(p.get("query") or "", _MAX_ARG), p.get("call_id"))
+            self.web_search(ref, "event", p, p.get("call_id"))
 
     def item(self, line: Line, p: dict[str, Any], ts: str | None) -> None:
         ptype = p.get("type") if isinstance(p.get("type"), str) else None
@@ -280,9 +308,7 @@ class Reader:
             self.add_tool(ref, "shell", _one_line(command_text(command), _MAX_ARG), p.get("call_id") or p.get("id"),
                           command_files(command, workdir if isinstance(workdir, str) else self.here()))
         elif ptype == "web_search_call":
-            action = p.get("action")
-            query = action.get("query") if isinstance(action, dict) else None
-            self.add_tool(ref, "web_search", _one_line(query if isinstance(query, str) else "", _MAX_ARG), p.get("id"))
+            self.web_search(ref, "item", p, p.get("id") or p.get("call_id"))
         elif ptype == "tool_search_call":
             args = p.get("arguments")
             query = args.get("query") if isinstance(args, dict) else None

@@ -17,7 +17,13 @@ prompt); the ``<session_context>`` preamble and the checkpoint's "This is the Ge
 context" are injected context (the working directory they name becomes the session's cwd), and so are the
 "User has manually exited Plan Mode" / "Plan approved" notices and IDE context summaries. Tool calls become
 ``[tool: name] arg`` with ``  -> result`` (``cancelled``, ``error: ...``); ``info``/``error``/``warning``
-messages become ``[info] ...`` lines; thoughts are dropped.
+messages become ``[info] ...`` lines; thoughts are dropped. A model turn before any prompt (a session that opens
+with one) is kept as an exchange with no prompt, its tool calls included.
+
+A sub-agent's chat (header ``kind: "subagent"``, in ``chats/<parent session id>/``) holds no prompt: its first
+user message is the task its parent gave it, and later user messages are the harness's nudges ("You have
+exceeded the maximum number of turns..."). It is one exchange of kind ``subagent`` (agent ``gemini/subagent``,
+the task opening its text, the nudges folded in), linked to the parent exchange the ingest finds for it.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ SOURCE_KIND = "gemini"
 AGENT = "gemini"
 FILE_TOOLS = frozenset({"read_file", "write_file", "replace", "edit", "read_many_files"})
 _ARG_KEYS = ("command", "file_path", "absolute_path", "path", "dir_path", "pattern", "query", "url", "prompt",
-             "description")
+             "question", "description")
 _CONTEXT_PREFIXES = ("<session_context>", "This is the Gemini CLI. We are setting up the context")
 _NOTICES = ("User has manually exited Plan Mode", "Plan approved. Switching to",
             "Here is a summary of changes in the user's editor context")
@@ -131,8 +137,12 @@ def _session_cwd(text: str) -> str:
     return ""
 
 
+SUBAGENT = "subagent"
+
+
 class _Reader:
-    def __init__(self, session_id: str, title: str | None, ctx: CursorContext) -> None:
+    def __init__(self, session_id: str, title: str | None, ctx: CursorContext, kind: str = "") -> None:
+        self.subagent = kind == SUBAGENT
         self.session_id = session_id
         self.title = title
         self.ctx = ctx
@@ -152,7 +162,15 @@ class _Reader:
             assistant="\n".join(turn["reply"]).strip(), timestamp=turn["ts"], agent=AGENT, title=self.title,
             position=self.ctx.position + len(self.out), tools=tuple(turn["tools"]), extra=extra,
             files=tuple(turn["files"]), cwd=self.ctx.cwd or None, project=self.ctx.cwd or None,
+            kind=SUBAGENT if self.subagent else "exchange", parent=self.ctx.parent if self.subagent else "",
         ))
+        if self.subagent:
+            self.out[-1] = replace(self.out[-1], agent=f"{AGENT}/{SUBAGENT}")
+
+    def start(self, key: str, user: str, ts: Any, reply: list[str] | None = None) -> dict[str, Any]:
+        self.turn = {"key": key, "user": user, "reply": reply or [], "tools": [], "files": [], "model": "",
+                     "ts": _s(ts) or None}
+        return self.turn
 
     def message(self, m: Message, msg: dict[str, Any]) -> None:
         mtype = msg.get("type")
@@ -168,6 +186,11 @@ class _Reader:
                 return
             self.user(m, msg, text)
             return
+        if self.turn is None and mtype in ("gemini", "model", "assistant") and \
+                self.orphan == "answer before any prompt" and (text.strip() or msg.get("toolCalls") or any(
+                    isinstance(p.get("functionCall"), dict) for p in parts)):
+            # a chat that opens with a model turn: kept with no prompt, tool calls and all
+            self.start(_s(msg.get("id")) or f"{self.session_id}:{m.index}", "", msg.get("timestamp"))
         if self.turn is None:
             self.ledger.skipped(m.ref, self.orphan if mtype in ("gemini", "model", "assistant") else
                                 f"{mtype or 'untyped'} message before any prompt")
@@ -227,14 +250,22 @@ class _Reader:
             self.ledger.skipped(m.ref, "mode notice" if not stripped.startswith("Here is") else "IDE context")
             return
         user = strip_injected(text).strip()
+        if self.subagent and user:
+            if self.turn is None:  # the task the parent gave: the sub-agent's work opens with it, never a prompt
+                key = _s(msg.get("id")) or f"{self.session_id}:{m.index}"
+                self.start(key, "", msg.get("timestamp"), [f"[sub-agent task] {user}"])
+                self.ledger.stored(m.ref, key, "sub-agent task")
+            else:  # the harness's nudge ("You have exceeded the maximum number of turns..."): not the user's
+                self.turn["reply"].append(f"[sub-agent nudge] {_one_line(user, _MAX_RESULT)}")
+                self.ledger.folded(m.ref, self.turn["key"], "sub-agent nudge")
+            return
         self.close()  # a prompt that was only injected context: its answer is dropped with it
         if not user:
             self.orphan = "answer to injected context"
             self.ledger.skipped(m.ref, "injected context" if stripped else "empty")
             return
         key = _s(msg.get("id")) or f"{self.session_id}:{m.index}"
-        self.turn = {"key": key, "user": user, "reply": [], "tools": [], "files": [], "model": "",
-                     "ts": _s(msg.get("timestamp")) or None}
+        self.start(key, user, msg.get("timestamp"))
         self.ledger.stored(m.ref, key, "prompt")
 
 
@@ -244,7 +275,9 @@ def parse(inp: Input) -> Parsed:
     stem = name.rsplit(".", 1)[0] if name else ""
     root = loads(inp.data)
     ledger = Ledger()
+    kind = ""
     if isinstance(root, dict) and isinstance(root.get("messages"), list):
+        kind = _s(root.get("kind"))
         sid = root.get("sessionId")
         session_id = sid if isinstance(sid, str) else stem
         title = _s(root.get("summary")).strip() or None
@@ -256,11 +289,11 @@ def parse(inp: Input) -> Parsed:
         log = jsonl_messages(inp.data, ledger)
         if log is None:
             raise NormalizeError(f"{inp.name or 'document'}: not a Gemini CLI chat")
-        session_id, messages = log.session_id or stem, log.messages
+        session_id, messages, kind = log.session_id or stem, log.messages, log.kind
         title = None
     else:
         raise NormalizeError(f"{inp.name or 'document'}: not a Gemini CLI session (no 'messages' list)")
-    reader = _Reader(session_id, title, replace(inp.context, format=SOURCE_KIND, session_id=session_id))
+    reader = _Reader(session_id, title, replace(inp.context, format=SOURCE_KIND, session_id=session_id), kind)
     reader.ledger = ledger
     for m in messages:
         if m.body is None:

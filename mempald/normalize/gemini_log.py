@@ -26,6 +26,7 @@ class Message:
 class Log:
     session_id: str
     messages: list[Message]
+    kind: str = ""  # the header's kind ("subagent" for a sub-agent's chat)
 
 
 def session_messages(items: list[Any]) -> list[Message]:
@@ -42,6 +43,7 @@ def jsonl_messages(data: bytes, ledger: Ledger) -> Log | None:
     if lines and not lines[-1].strip():
         lines.pop()
     session_id = ""
+    kind = ""
     current: list[tuple[str, dict[str, Any]]] = []  # (ref, message), in order
     for n, raw in enumerate(lines, 1):
         ref = f"line {n}"
@@ -58,6 +60,7 @@ def jsonl_messages(data: bytes, ledger: Ledger) -> Log | None:
             if not isinstance(rec.get("sessionId"), str) or "messages" in rec:
                 return None
             session_id = rec["sessionId"]
+            kind = rec["kind"] if isinstance(rec.get("kind"), str) else ""
             ledger.skipped(ref, "session header")
             continue
         if "$rewindTo" in rec:
@@ -93,7 +96,7 @@ def jsonl_messages(data: bytes, ledger: Ledger) -> Log | None:
             current[at] = (ref, rec)
     if not session_id:
         return None
-    return Log(session_id, [Message(r, i, m) for i, (r, m) in enumerate(current)])
+    return Log(session_id, [Message(r, i, m) for i, (r, m) in enumerate(current)], kind)
 
 
 def _id(msg: dict[str, Any]) -> str | None:

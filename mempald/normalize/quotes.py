@@ -54,6 +54,16 @@ def add(quotes: dict[str, list[str]], path: str | None, text: object) -> None:
         del quotes[path]
 
 
+def add_written(quotes: dict[str, list[str]], path: str | None, tool_input: Mapping[str, object]) -> None:
+    """Record what a file tool's input writes into ``path``: its new text (``new_string``, ``content``,
+    ``new_source``) and each of its ``edits``' ``new_string``."""
+    edits = tool_input.get("edits")
+    written = [tool_input.get(k) for k in ("new_string", "content", "new_source")]
+    written += [e.get("new_string") for e in edits if isinstance(e, dict)] if isinstance(edits, list) else []
+    for text in written:
+        add(quotes, path, text)
+
+
 def patch_added(patch: object) -> dict[str, str]:
     """The lines an ``apply_patch`` body adds, per file as written in it (``+`` lines of Add/Update File)."""
     out: dict[str, list[str]] = {}

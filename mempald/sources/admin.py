@@ -25,7 +25,7 @@ from mempald.ingest.queues import FRESH
 from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
 from mempald.sources.paths import checked_path
-from mempald.sources.reader import refusal
+from mempald.sources.reader import BINARY, BINARY_PROBE, binary_content, open_regular, refusal
 from mempald.sources.registry import Source
 from mempald.sources.scan import Scanner
 from mempald.text.classify import room_for_path
@@ -44,7 +44,13 @@ def _update_watch_list(change: Callable[[list[dict[str, Any]]], list[dict[str, A
         raise InvalidInput(str(exc)) from None
 
 
-def _files_of(source: Source) -> list[Path]:
+def _files_of(source: Source, base: Path) -> list[Path]:
+    """The units to read for ``base``: a file named inside a watched source is that file alone, a folder inside
+    one the units under it, the source's root all of them."""
+    if base != source.root and base.is_file():
+        return [base]
+    if base != source.root and source.root in base.parents:
+        return [p for p in source.iter_files() if p == base or base in p.parents]
     return list(source.iter_files())
 
 
@@ -71,6 +77,13 @@ def _why_not(path: Path, max_bytes: int) -> tuple[str, str, bool] | None:
     if stat.S_ISDIR(st.st_mode):
         return None  # a Slack export folder: read as one unit
     why = refusal(st, max_bytes)
+    if why is None:
+        try:
+            with open_regular(path, max_bytes) as fh:
+                binary = binary_content(fh.read(BINARY_PROBE))
+        except OSError as exc:
+            return "unreadable", f"{type(exc).__name__}: {exc.strerror or exc}", True
+        why = None if binary is None else (BINARY, binary)
     return None if why is None else (why[0], why[1], False)
 
 
@@ -158,7 +171,7 @@ class SourceAdmin:
         cap = self.settings.current.ingest.max_file_bytes
         for base, only in groups:
             source = self.sources.source_for(base) or Source(f"{mode}:{base}", base, mode, "auto", wing or "")
-            files = only if only is not None else await anyio.to_thread.run_sync(_files_of, source)
+            files = only if only is not None else await anyio.to_thread.run_sync(_files_of, source, base)
             if limit:
                 files = files[: max(0, limit - summary["files"])]
             if dry_run:

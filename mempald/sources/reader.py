@@ -31,6 +31,11 @@ _BLOCK = 1 << 20
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 TOO_LARGE = "too_large"
+BINARY = "binary"  # a file whose content is not text (a database, an archive, an image): refused, never read as text
+BINARY_PROBE = 8192  # how much of a file's start is looked at for binary content
+_MAGIC = ((b"SQLite format 3\x00", "a SQLite database"), (b"\x7fELF", "an executable"),
+          (b"PK\x03\x04", "a zip archive"), (b"%PDF-", "a PDF document"), (b"\x89PNG\r\n", "a PNG image"),
+          (b"\xff\xd8\xff", "a JPEG image"), (b"\x1f\x8b", "gzip-compressed data"), (b"GIF8", "a GIF image"))
 
 
 class Refused(OSError):
@@ -87,6 +92,24 @@ def refusal(st: os.stat_result, max_bytes: int | None = None, *, pseudo_only: bo
         return TOO_LARGE, (f"{st.st_size:,} bytes, over ingest.max_file_bytes ({max_bytes:,}); raise it to read "
                            "this file")
     return None
+
+
+def binary_content(head: bytes) -> str | None:
+    """Why the bytes a file starts with are not text (its magic number, or NUL bytes: text in UTF-8 or any
+    legacy 8-bit encoding has none; UTF-16 has them and is not read either), or None when they may be."""
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return f"{what}, binary content, not text"
+    if b"\x00" in head[:BINARY_PROBE]:
+        return "binary content (NUL bytes), not text"
+    return None
+
+
+def check_text(path: Path, head: bytes) -> None:
+    """Raise ``Refused`` (reason ``binary``) when ``head``, the start of ``path``, is binary content."""
+    why = binary_content(head)
+    if why is not None:
+        raise Refused(path, BINARY, why)
 
 
 def check_file(path: Path, max_bytes: int | None = None) -> os.stat_result:

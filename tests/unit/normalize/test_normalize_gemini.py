@@ -82,6 +82,8 @@ def test_synthetic_shapes_and_missing_fields() -> None:
         ],
     }
     ex = parse_document(json.dumps(doc).encode(), "session-x.json")
+    opening = ex.pop(0)  # a chat that opens with a model turn keeps it, with no prompt
+    assert (opening.user, opening.assistant, opening.key) == ("", "before any prompt", "s-1:0")
     assert [e.user for e in ex] == ["why is test_io flaky?", "thanks"]
     assert ex[0].key == "m1" and ex[1].key == "s-1:6" and ex[0].title == "Fix the flaky test"
     assert ex[0].tools == ("read_file", "run_shell_command")
