@@ -3,7 +3,9 @@
 ``validate`` returns every declared parameter by name, converted (times to epoch seconds, ``strs`` to tuples,
 flags to booleans) and with its default where it was left out; anything wrong is a ``ParamError`` whose message
 names the parameter. Strings must be valid Unicode (a lone surrogate cannot be stored or sent back), names and
-paths may not hold NUL, numbers must be finite. Unknown parameters are refused, listing the known ones.
+paths may not hold NUL, numbers must be finite (an integer at most 2**53 in size: JSON integers have no
+limit, and one past a float's range once ended the request without its id). Unknown parameters are
+refused, listing the known ones.
 """
 
 from __future__ import annotations
