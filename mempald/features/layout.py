@@ -33,8 +33,9 @@ class Layout:
         stored = await self.store.facet("wing", Filters(include_deleted=True), limit=MAX_WINGS)
         renamed = {w: normal_wing(w) or "general" for w in stored if normal_wing(w) != w}
         for old, new in renamed.items():
-            ids = [p.id for page in [p async for p in self.store.pages(Filters(wing=(old,), include_deleted=True))]
-                   for p in page]
+            ids: list[str] = []
+            async for page in self.store.pages(Filters(wing=(old,), include_deleted=True)):
+                ids += [p.id for p in page]  # (all first: renaming while paging by that wing would skip some)
             for i in range(0, len(ids), RENAME_BATCH):
                 await self.store.set_payload(ids[i : i + RENAME_BATCH], {"wing": new})
             log.info("wing_renamed", old=old, new=new, drawers=len(ids))
