@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("install-service", "uninstall-service"):
         p = sub.add_parser(name, help=f"{name.split('-')[0]} the systemd user unit / launchd agent")
         p.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
-    p = sub.add_parser("doctor", help="check the installation, the store and the model (exit 0 only if all pass)")
+    p = sub.add_parser("doctor", help="check the installation, the store and the model (exit 0 only if all pass; "
+                       "a stopped daemon is a warning: an offline check)")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("repair", help="rebuild a damaged state database or store from what survives (the daemon "
                        "must be stopped); transcripts still on disk are read again")

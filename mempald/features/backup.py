@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -172,6 +173,7 @@ class Backup:
 
 
 def _files(root: Path) -> list[Path]:
+    """Every file of the backup (``restore`` refuses one its manifest does not list)."""
     return sorted(p for p in root.rglob("*") if p.is_file() and p.name != MANIFEST)
 
 
@@ -186,23 +188,81 @@ def _write_manifest(target: Path, info: dict[str, Any]) -> dict[str, Any]:
     return manifest
 
 
+def _on_disk(src: Path) -> set[str]:
+    """Every file in the backup folder (relative, POSIX), walked without following links; ``InvalidInput`` for a
+    link or anything but folders and regular files (a restore must copy only what the backup wrote)."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(src, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            mode = path.lstat().st_mode
+            rel = path.relative_to(src).as_posix()
+            if stat.S_ISLNK(mode):
+                raise InvalidInput(f"{src}: {rel} is a symbolic link: a backup holds none (refused: a restore "
+                                   "would copy what it points to)")
+            if stat.S_ISREG(mode):
+                found.add(rel)
+            elif not stat.S_ISDIR(mode):
+                raise InvalidInput(f"{src}: {rel} is not a regular file: a backup holds none")
+    return found
+
+
+def _plausible(src: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's file list, refused unless it looks like one ``backup`` writes: every entry a relative path
+    inside the folder with its size and SHA-256, the state database and the store among them."""
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise InvalidInput(f"{src / MANIFEST} lists no files: not a backup `mempal backup` wrote")
+    for rel, want in files.items():
+        parts = rel.split("/") if isinstance(rel, str) else [""]
+        if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or rel == MANIFEST:
+            raise InvalidInput(f"{src / MANIFEST} names {rel!r}: not a file inside the backup")
+        ok = (isinstance(want, dict) and isinstance(want.get("size"), int) and not isinstance(want["size"], bool)
+              and want["size"] >= 0 and isinstance(want.get("sha256"), str) and len(want["sha256"]) == 64
+              and all(c in "0123456789abcdef" for c in want["sha256"]))
+        if not ok:
+            raise InvalidInput(f"{src / MANIFEST}: the entry of {rel!r} has no size and SHA-256")
+    if STATE_FILE not in files or not any(r.startswith("store/") for r in files):
+        raise InvalidInput(f"{src / MANIFEST} lists no state database or no store: not a complete backup")
+    drawers = manifest.get("drawers")
+    if not isinstance(drawers, int) or isinstance(drawers, bool) or drawers < 0:
+        raise InvalidInput(f"{src / MANIFEST} records no drawer count: not a backup `mempal backup` wrote")
+    return files
+
+
+def _read_json_nofollow(path: Path) -> Any:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        return json.loads(fh.read())
+
+
 def read_manifest(src: Path, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """The backup's manifest, every file it lists checked (size and SHA-256); ``InvalidInput`` if anything is off."""
+    """The backup's manifest, checked to be complete: it lists exactly the files in the folder (one it does not
+    list, a link or a special file refuses the backup), each with the size and SHA-256 recorded; ``InvalidInput``
+    if anything is off."""
     try:
-        manifest = json.loads((src / MANIFEST).read_text())
+        manifest = _read_json_nofollow(src / MANIFEST)
     except FileNotFoundError:
         raise InvalidInput(f"{src} is not a complete mempal backup (no {MANIFEST}: an interrupted backup, or "
                            "another folder)") from None
+    except OSError as exc:
+        raise InvalidInput(f"{src / MANIFEST} cannot be read as a file: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise InvalidInput(f"{src / MANIFEST} is damaged: {exc}") from None
     if not isinstance(manifest, dict):
         raise InvalidInput(f"{src / MANIFEST} is not a mempal backup manifest")
     if manifest.get("backup") != BACKUP_VERSION:
         raise InvalidInput(f"{src}: backup format {manifest.get('backup')!r}, this mempald reads {BACKUP_VERSION}")
-    for rel, want in sorted(manifest.get("files", {}).items()):
+    files = _plausible(src, manifest)
+    there = _on_disk(src) - {MANIFEST}
+    extra = sorted(there - set(files))
+    if extra:
+        raise InvalidInput(f"{src}: {len(extra)} file(s) the manifest does not list ({', '.join(extra[:3])}): "
+                           "added or swapped after the backup was taken; refused")
+    for rel, want in sorted(files.items()):
         path = src / rel
         progress(rel)
-        if not path.is_file():
+        if rel not in there:
             raise InvalidInput(f"{src}: {rel} is missing from the backup")
         if path.stat().st_size != want["size"] or _sha256(path) != want["sha256"]:
             raise InvalidInput(f"{src}: {rel} differs from what the backup recorded (damaged or changed)")

@@ -13,9 +13,14 @@ and config folders; an existing file or a non-empty folder is refused unless ``f
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
+import secrets
+import stat
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +67,62 @@ def owner_file(path: Path) -> IO[str]:
     return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
 
+def temp_beside(target: Path) -> tuple[IO[str], Path]:
+    """A new temp file for the owner only in ``target``'s folder, under a name nobody could have planted
+    (``mkstemp``: a random name opened ``O_EXCL``, so a link already there is never followed)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8", newline="\n"), Path(name)
+
+
+def _open_folder(parent: int, name: str) -> tuple[int, bool]:
+    """The folder ``name`` in the folder open as ``parent``, made if missing, opened without following a link:
+    a link there (planted to lead the export elsewhere) is replaced by a real folder; returns the folder's fd
+    and whether a link was replaced."""
+    replaced = False
+    for _ in range(3):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+        try:
+            return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent), replaced
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            if not stat.S_ISLNK(os.lstat(name, dir_fd=parent).st_mode):
+                raise InvalidInput(f"{name!r} in the export folder is a file, not a folder: move it away") from None
+            os.unlink(name, dir_fd=parent)  # the link only: what it points to is left alone
+            replaced = True
+    raise InvalidInput(f"{name!r} in the export folder keeps changing: try again")
+
+
+def write_under(root: Path, rel: str, body: str) -> bool:
+    """Write ``root/rel`` (owner only) without following any link below ``root``: every folder is opened
+    ``O_NOFOLLOW`` from the one above, the note written to a fresh temp name and renamed over the old one (a
+    link of that name is replaced, not followed). Returns whether a planted link was replaced."""
+    *folders, name = rel.split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    replaced = False
+    try:
+        for folder in folders:
+            inner, swapped = _open_folder(fd, folder)
+            os.close(fd)
+            fd, replaced = inner, replaced or swapped
+            os.fchmod(fd, 0o700)
+        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd)
+        try:
+            with os.fdopen(out, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(body)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+    finally:
+        os.close(fd)
+    return replaced
+
+
 def safe_name(text: str, limit: int = 80) -> str:
     name = " ".join(_UNSAFE.sub("-", text).split()).strip(" .-")
     return name[:limit].rstrip(" .-") or "untitled"
@@ -102,8 +163,7 @@ class Exporter:
         header = {"mempal_export": FORMAT_VERSION, "exported_at": datetime.now(UTC).isoformat(),
                   "model": meta.get("model"), "dim": meta.get("dim"), "filters": dict(what)}
         await anyio.to_thread.run_sync(owner_dir, target.parent)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fh = await anyio.to_thread.run_sync(owner_file, tmp)
+        fh, tmp = await anyio.to_thread.run_sync(temp_beside, target)
         n = 0
         wings: dict[str, int] = {}
         try:
@@ -135,7 +195,7 @@ class Exporter:
         await anyio.to_thread.run_sync(owner_dir, target)
         index: dict[str, list[tuple[str, int]]] = {}
         used: set[str] = set()
-        total = 0
+        total = links = 0
         for (wing, session), entries in sorted(sessions.items(), key=lambda kv: (kv[0][0], min(e.ts for e in kv[1]))):
             entries.sort(key=lambda e: (e.position, e.chunk, e.ts))
             payloads: list[Mapping[str, Any]] = []
@@ -147,12 +207,12 @@ class Exporter:
                 continue
             rel = _note_name(wing, session, payloads, used)
             body = render_session(wing, session, payloads)
-            await anyio.to_thread.run_sync(_write_note, target / f"{rel}.md", body)
+            links += await anyio.to_thread.run_sync(write_under, target, f"{rel}.md", body)
             index.setdefault(wing, []).append((rel, len(payloads)))
             total += len(payloads)
-        await anyio.to_thread.run_sync(_write_note, target / "index.md", render_index(index))
+        links += await anyio.to_thread.run_sync(write_under, target, "index.md", render_index(index))
         return {"drawers": total, "files": sum(len(v) for v in index.values()) + 1, "sessions": len(sessions),
-                "wings": {w: sum(n for _, n in v) for w, v in index.items()}}
+                "wings": {w: sum(n for _, n in v) for w, v in index.items()}, "links_replaced": links}
 
 
 def _check_free(target: Path, fmt: str, force: bool) -> None:
@@ -172,14 +232,6 @@ def _close_synced(fh: IO[str]) -> None:
     fh.flush()
     os.fsync(fh.fileno())
     fh.close()
-
-
-def _write_note(path: Path, body: str) -> None:
-    owner_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with owner_file(tmp) as fh:
-        fh.write(body)
-    os.replace(tmp, path)
 
 
 def _day(ts: float) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mempald.ingest.drawers import CONTEXT_CHARS, Drawer, SourceInfo
+from mempald.normalize.wings import normal_wing
 from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State
 
@@ -69,7 +70,7 @@ class Rule:
     def covers(self, p: Mapping[str, Any]) -> bool:
         return ((not self.source or p.get("source_path") == self.source)
                 and (not self.session or p.get("session_id") == self.session)
-                and (not self.wing or p.get("wing") == self.wing)
+                and (not self.wing or normal_wing(str(p.get("wing") or "")) == normal_wing(self.wing))
                 and (not self.room or p.get("room") == self.room)
                 and float(p.get("ts") or 0.0) <= self.until)
 

@@ -25,6 +25,7 @@ from mempald.errors import InvalidInput
 from mempald.features.export import FORMAT_VERSION
 from mempald.ingest.drawers import index_text
 from mempald.ingest.queues import BACKFILL, DenseQueue
+from mempald.normalize.wings import normal_wing
 from mempald.sources.paths import checked_path
 from mempald.state.db import State
 from mempald.store.base import PointData
@@ -67,6 +68,8 @@ def parse_record(raw: bytes) -> tuple[str, dict[str, Any]] | str:
         return f"no drawer id (a UUID) but {raw_id!r}"
     if not isinstance(rec.get("text"), str) or not rec["text"].strip():
         return "no text"
+    if isinstance(rec.get("wing"), str):
+        rec["wing"] = normal_wing(rec["wing"]) or "general"  # (an export of an older palace: its one form)
     return pid, rec
 
 

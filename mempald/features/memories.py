@@ -4,6 +4,7 @@ re-embedding with another model."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -11,27 +12,31 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempald import logs
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
-from mempald.errors import InvalidInput, NotFound
+from mempald.errors import InvalidInput, MempalError, NotFound, Unavailable
 from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.normalize.model import Exchange
-from mempald.normalize.wings import wing_from_cwd
+from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.state.db import State
-from mempald.store.base import Filters
+from mempald.store.base import Filters, StoreError
 from mempald.store.gateway import StoreGateway
 
+log = logs.get("memories")
+
 MAX_SAVE_CHARS = 64_000
+SAVE_WAIT_S = 15.0  # a save gives up (saying so) when the store cannot be written for this long (a full disk)
 PURGE_BATCH = 500
 
 
 def wing_for(wing: str | None, cwd: str | None, default: str = "general") -> str:
     """The wing named, else the project of ``cwd``, else ``default``."""
-    if wing:
-        return wing
+    if wing and normal_wing(wing):
+        return normal_wing(wing)
     return wing_from_cwd(cwd, default=default) if cwd else default
 
 
@@ -78,14 +83,33 @@ class Memories:
             result["warning"] = f"{len(similar)} similar memories already stored (cosine >= {duplicate_threshold})"
         if dry_run:
             return result
-        res = await self.ingestor.write_exchanges([ex], info, FRESH)
-        page, _ = await self.store.scroll(Filters(exchange_key=(key,), include_deleted=True), 100)
-        result["drawer_ids"] = [pt.id for pt in page]
-        if len(page) == 1 and page[0].payload.get("text") == text:
-            # One chunk, no context: the vector computed for the duplicate check is the drawer's own.
-            await self.store.set_dense([(page[0].id, vec.tolist())])
+        with anyio.move_on_after(SAVE_WAIT_S) as waited:  # the store's writes are retried while it cannot write
+            res = await self.ingestor.write_exchanges([ex], info, FRESH)
+        if waited.cancelled_caught:
+            why = self.ingestor.store_warning or "the store is unavailable"
+            raise Unavailable(f"the store could not be written for {SAVE_WAIT_S:g} s ({why}): the memory may not be "
+                              "saved; saving it again is safe (it keeps its id)")
+        # Stored from here on (the upsert is retried until it lands): what follows may fail on a full disk
+        # without making the save a failure; the reply says what was left undone.
+        result["drawer_ids"] = list(res.ids)
         result["written"] = res.written
-        await anyio.to_thread.run_sync(lambda: self.state.audit(agent, "ingest", key, "", wing=wing))
+        undone: list[str] = []
+        try:
+            page, _ = await self.store.scroll(Filters(exchange_key=(key,), include_deleted=True), 100)
+            result["drawer_ids"] = [pt.id for pt in page] or result["drawer_ids"]
+            if len(page) == 1 and page[0].payload.get("text") == text:
+                # One chunk, no context: the vector computed for the duplicate check is the drawer's own.
+                await self.store.set_dense([(page[0].id, vec.tolist())])
+        except (StoreError, MempalError) as exc:  # the dense worker embeds it (it was queued by the write)
+            undone.append(f"its meaning vector is computed later ({exc})")
+        try:
+            await anyio.to_thread.run_sync(lambda: self.state.audit(agent, "ingest", key, "", wing=wing))
+        except sqlite3.Error as exc:
+            undone.append(f"the audit log could not record it ({exc})")
+        if undone:
+            log.warning("save_partly_done", key=key, undone=undone)
+            result["warning"] = "; ".join([*([result["warning"]] if "warning" in result else []),
+                                           "saved, but " + "; ".join(undone)])
         return result
 
     async def save_summary(self, summary: str, *, session_id: str, agent: str, cwd: str | None,

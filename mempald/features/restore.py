@@ -1,7 +1,9 @@
 """``mempald restore PATH``: a backup (``mempald.features.backup``) brought back into an empty data dir, without a
 daemon (it takes the data dir's instance lock: a daemon running there is refused).
 
-In order: every file of the backup is checked against its manifest (size, SHA-256); config files are put back
+In order: every file of the backup is checked against its manifest (size, SHA-256), and the backup is refused
+if the manifest is empty or implausible (no state database, no store, entries without size and hash), if the
+folder holds a file the manifest does not list, or any symbolic link or special file; config files are put back
 where none exists (one that exists is kept, the backup's written beside it as ``NAME.from-backup``); the data
 dir must hold no store and no state database; the store and the state database are copied beside their place
 and renamed into it (a crash leaves no half-restored palace under the real names); the state database must
@@ -39,8 +41,10 @@ def _copy_config(src: Path) -> dict[str, str]:
     owner_dir(dest)
     for f in sorted(folder.iterdir()):
         target = dest / f.name
+        if not f.is_file() or f.is_symlink():  # (read_manifest refused these; never follow one)
+            raise InvalidInput(f"{f} is not a regular file: a backup's config holds only files")
         if not target.exists():
-            shutil.copyfile(f, target)
+            shutil.copyfile(f, target, follow_symlinks=False)
             os.chmod(target, 0o600)
             out[f.name] = "restored"
         elif filecmp.cmp(f, target, shallow=False):

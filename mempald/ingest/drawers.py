@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mempald.normalize.model import Exchange
-from mempald.normalize.wings import wing_from_cwd
+from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.text.chunking import split_tokens
 from mempald.text.classify import classify_memory, classify_room, importance
 from mempald.text.redact import redact, strip_private
@@ -133,7 +133,7 @@ def build_drawers(
                 stats.add(counts)
         if not text.strip():
             continue
-        wing = src.wing or wing_from_cwd(ex.project or ex.cwd, default=src.default_wing or src.kind)
+        wing = normal_wing(src.wing) or wing_from_cwd(ex.project or ex.cwd, default=src.default_wing or src.kind)
         prose = prose_of(text)
         room = src.room or classify_room(prose, src.room_keywords)
         mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)

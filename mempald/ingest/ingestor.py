@@ -12,6 +12,7 @@ Order of work for one unit (under its per-source lock):
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ __all__ = ["UNKNOWN", "IngestResult", "Ingestor", "SourceStatus"]
 log = logs.get("ingest")
 
 
+PASSING_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)  # a failed read may succeed again soon
 REFUSED_REMEMBERED = 10_000  # refused files remembered as counted (bounded memory)
 
 class Ingestor:
@@ -144,6 +146,7 @@ class Ingestor:
             self._refuse(st, str(path), exc)
         except (OSError, UnicodeError) as exc:
             res.error = f"{type(exc).__name__}: {exc}"
+            res.retry = getattr(exc, "errno", None) in PASSING_ERRNOS
             st.errors += 1
             st.last_error = f"{path}: {res.error}"
             log.warning("ingest_failed", path=str(path), error=res.error)

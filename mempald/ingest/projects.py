@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mempald.normalize.model import Exchange
+from mempald.normalize.wings import normal_wing
 from mempald.sources.reader import open_regular
 
 
@@ -27,7 +28,7 @@ def project_settings(root: Path) -> ProjectSettings:
     rooms = raw.get("rooms")
     if not isinstance(rooms, dict):
         rooms = {}
-    return ProjectSettings(str(wing), {str(k): str(v) for k, v in rooms.items() if isinstance(v, str)})
+    return ProjectSettings(normal_wing(str(wing)), {str(k): str(v) for k, v in rooms.items() if isinstance(v, str)})
 
 
 def project_exchanges(path: Path, root: Path, size: int) -> tuple[list[Exchange], str]:

@@ -52,6 +52,7 @@ class IngestResult:
     more: bool = False
     error: str = ""
     refused: str = ""  # why the file was not read (a FIFO, a socket, too large): counted with the source's skips
+    retry: bool = False  # the error may pass (a full disk): the ingest loop reads the file again soon
     ids: list[str] = field(default_factory=list)  # the drawers this read made (not sent: see as_dict)
 
     def as_dict(self) -> dict[str, Any]:

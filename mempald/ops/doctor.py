@@ -110,6 +110,10 @@ def check_inotify(settings: Settings) -> Check:
 
 def run_checks() -> list[Check]:
     out, settings, running = run_client_checks()
+    if not running:
+        from mempald.ops.offline import stopped_is_not_a_fault
+
+        out = stopped_is_not_a_fault(out)
     out.append(check_model())
     out.append(check_state())
     if settings is not None:

@@ -13,9 +13,37 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempald.config import ConfigError, data_dir, load_settings
+
+if TYPE_CHECKING:
+    from mempal.cli.doctor import Check
+
+
+def daemon_stopped() -> bool:
+    """No daemon runs on this data dir: nobody holds its instance lock (a daemon that holds it but does not
+    answer is hung, not stopped)."""
+    from mempald.runtime.lock import instance_lock
+
+    if not data_dir().is_dir():
+        return True
+    lock = instance_lock(data_dir())
+    if not lock.acquire():
+        return False
+    lock.release()
+    return True
+
+
+def stopped_is_not_a_fault(checks: list[Check]) -> list[Check]:
+    """``mempald doctor`` with the daemon stopped is an offline health check: the daemon and its socket are
+    reported (a warning: exit 0 when everything checked offline is healthy), not failed. A daemon that holds
+    the data dir's lock but does not answer still fails the check."""
+    if not daemon_stopped():
+        return checks
+    return [dataclasses.replace(c, ok=False, warning=True, detail=f"stopped ({c.detail}); the checks below were "
+                                "made offline", fix="run `mempald` to start it")
+            if c.name in ("daemon", "socket") and not c.ok else c for c in checks]
 
 
 def _print(result: dict[str, Any], as_json: bool, text: str) -> None:

@@ -27,6 +27,7 @@ from mempal.protocol import (
     encode_result,
 )
 from mempald import logs
+from mempald.normalize.wings import normal_wing
 from mempald.rpc.errors import to_wire
 from mempald.store.base import Filters
 
@@ -61,6 +62,20 @@ class Args:
 
 
 Handler = Callable[[Args], Awaitable[Any]]
+
+
+def normal_wings(values: dict[str, Any]) -> dict[str, Any]:
+    """Every wing a request names in its one form (``mempald.normalize.wings.normal_wing``): saved, watched and
+    filtered on alike. A wing of only invisible characters is refused (it would otherwise narrow nothing)."""
+    wing = values.get("wing")
+    if not wing:
+        return values
+    names = (wing,) if isinstance(wing, str) else tuple(wing)
+    normal = tuple(normal_wing(w) for w in names)
+    if not all(normal):
+        raise ParamError("parameter 'wing' holds no visible characters")
+    values["wing"] = normal[0] if isinstance(wing, str) else normal
+    return values
 
 
 class Dispatcher:
@@ -103,9 +118,13 @@ class Dispatcher:
         if not self.accepting:
             return "shutting_down", encode_error(req_id, SHUTTING_DOWN, "mempald is shutting down")
         try:
-            args = Args(method, validate(method, params))
+            args = Args(method, normal_wings(validate(method, params)))
         except ParamError as exc:
             return f"error:{INVALID_PARAMS}", encode_error(req_id, INVALID_PARAMS, str(exc))
+        except (ArithmeticError, TypeError, ValueError, RecursionError) as exc:  # a value the checks did not foresee
+            log.warning("params_unchecked", method=name, error=f"{type(exc).__name__}: {exc}"[:300])
+            return f"error:{INVALID_PARAMS}", encode_error(req_id, INVALID_PARAMS,
+                                                           f"invalid params for {name}: {type(exc).__name__}")
         self.in_flight += 1
         self.requests += 1
         limit = max(self.request_timeout, method.timeout)  # a method declared to take long (import, mine) may

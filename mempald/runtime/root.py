@@ -221,6 +221,10 @@ class Daemon:
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""
+        try:
+            await Layout(self.store).normalize_stored()  # wings stored under a form not normalised
+        except Exception:  # (the store unavailable: tried again at the next start)
+            log.exception("wing_rename_failed")
         missing = await self.densifier.requeue_missing()
         queued = await self.scanner.reconcile(BACKFILL)
         log.info("catch_up", files=queued, dense_missing=missing)

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from mempal.protocol import STORE_UNAVAILABLE, RpcError
+from mempal.protocol import INTERNAL_ERROR, STORE_UNAVAILABLE, RpcError
 from tests.conftest import Daemon
-from tests.integration.test_files_in_motion import exchange, wait_keys
+from tests.integration.test_files_in_motion import exchange, keys, wait_keys
 
 SID = "a0722600-0000-4000-8000-000000000001"
 MB = 1024 * 1024
@@ -153,3 +153,62 @@ def test_without_the_guard_a_sigbus_store_backs_off_and_recovers(daemon: Daemon,
     found = wait_keys(daemon, {f"d-u{i}" for i in range(800)}, timeout=300)
     assert all(len(v) == 1 for v in found.values())
     print(f"RELIABILITY disk_full unguarded exchanges=800 lost=0 store_restarts_30s={restarts}")
+
+
+@pytest.mark.timeout(480)
+def test_without_the_guard_a_file_failed_on_a_full_disk_is_read_again_soon_and_save_tells_the_truth(
+        daemon: Daemon, home: Path, small_fs: Path) -> None:
+    """Issue 47 M7: the periodic scan is put an hour away, so only the ingest loop's own retry (backoff 0.5 s
+    doubling to 30 s) can bring the file in once space returns; ``save`` on the full disk answers success (its
+    drawer then found) or a store error, never an internal error."""
+    proj = home / ".claude" / "projects" / "-home-u-disk"
+    proj.mkdir(parents=True)
+    daemon.env["MEMPAL_DATA_DIR"] = str(small_fs / "data")
+    daemon.start(extra_env={"MEMPAL_INGEST_DEBOUNCE_MS": "50", "MEMPAL_STORE_MIN_FREE_MB": "0",
+                            "MEMPAL_INGEST_RECONCILE_INTERVAL_S": "3600"})
+    f = proj / f"{SID}.jsonl"
+    append(f, range(10))
+    wait_keys(daemon, {f"d-u{i}" for i in range(10)}, timeout=120)
+    daemon.idle()
+    usage = os.statvfs(small_fs)
+    ballast(small_fs / "ballast", usage.f_bavail * usage.f_frsize - MB // 2)
+    append(f, range(10, 400))
+    saves: list[tuple[str, Any]] = []
+    second = proj / "a0722600-0000-4000-8000-000000000002.jsonl"
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 25:  # the disk full: the store process dies of SIGBUS, ingest fails
+        if not second.exists() and time.monotonic() - t0 > 8:  # a new file while the store is down
+            second.write_text("".join(exchange(second.stem, i, "e", answer=answer(1000 + i)) for i in range(50)))
+        try:
+            r = daemon.call("ingest", {"text": f"Disk full note {len(saves)}: the quorum waits for the ballast.",
+                                       "wing": "disk"}, timeout=60)
+            saves.append(("ok", r))
+        except RpcError as exc:
+            saves.append(("error", exc.code))
+        time.sleep(1.0)
+    assert not [s for s in saves if s == ("error", INTERNAL_ERROR)], saves
+    assert {code for kind, code in saves if kind == "error"} <= {STORE_UNAVAILABLE}, saves
+    (small_fs / "ballast").unlink()
+    back = time.monotonic()
+    expected = {f"d-u{i}" for i in range(400)} | {f"e-u{i}" for i in range(50)}
+
+    def all_in() -> bool:  # the store process may still be in its pause: its errors mean "not yet"
+        try:
+            return expected <= set(keys(daemon))
+        except RpcError as exc:
+            assert exc.code == STORE_UNAVAILABLE, exc
+            return False
+
+    daemon.wait_for(all_in, timeout=150, interval=1.0)
+    landed = time.monotonic() - back
+    found = keys(daemon)  # (every exchange once: keys() refuses duplicates)
+    assert len(set(found) - expected) >= sum(kind == "ok" for kind, _ in saves)  # the saves' own keys
+    for kind, r in saves:
+        if kind == "ok":  # a save that said so is stored
+            got = daemon.call("get", {"ids": r["drawer_ids"]}, timeout=30)
+            assert got["drawers"] and all("Disk full note" in d["text"] for d in got["drawers"]), got
+    logs = daemon.logs()
+    assert "SIGBUS" in logs and "handler_crashed" not in logs, logs[-3000:]
+    print(f"RELIABILITY disk_full retry exchanges={len(expected)} landed_after_space_s={landed:.1f} "
+          f"saves_ok={sum(k == 'ok' for k, _ in saves)} saves_store_error={sum(k == 'error' for k, _ in saves)} "
+          f"retries_logged={logs.count('ingest_retry') + logs.count('ingest_crashed')}")

@@ -3,7 +3,9 @@
 ``validate`` returns every declared parameter by name, converted (times to epoch seconds, ``strs`` to tuples,
 flags to booleans) and with its default where it was left out; anything wrong is a ``ParamError`` whose message
 names the parameter. Strings must be valid Unicode (a lone surrogate cannot be stored or sent back), names and
-paths may not hold NUL, numbers must be finite. Unknown parameters are refused, listing the known ones.
+paths may not hold NUL, numbers must be finite (an integer at most 2**53 in size: JSON integers have no
+limit, and one past a float's range once ended the request without its id). Unknown parameters are
+refused, listing the known ones.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mempal.methods.spec import Method, Param
 
 MAX_NAME = 1024  # a name (wing, room, agent...) or a path, in characters
 MAX_LIST = 10_000  # items in a list parameter
+MAX_NUMBER = 2**53  # the largest integer a number parameter takes (a float holds every integer up to it)
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -35,8 +38,8 @@ def parse_time(value: Any, name: str, now: float | None = None) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            raise ParamError(f"{name}: must be a finite number")
+        if not _finite(value):
+            raise ParamError(f"{name}: must be a finite number of epoch seconds")
         return float(value)
     if not isinstance(value, str):
         raise ParamError(f"{name}: expected a date string or epoch seconds")
@@ -66,6 +69,14 @@ def _text(name: str, value: Any, *, nul_ok: bool, limit: int | None) -> str:
     return value
 
 
+def _finite(value: int | float) -> bool:
+    """A float that is not NaN or infinite, or an int a float can hold (JSON integers have no size limit:
+    ``math.isfinite(10**400)`` raises OverflowError)."""
+    if isinstance(value, int):
+        return -MAX_NUMBER <= value <= MAX_NUMBER
+    return math.isfinite(value)
+
+
 def _tname(value: Any) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object",
             type(None): "null"}.get(type(value), type(value).__name__)
@@ -77,8 +88,8 @@ def _number(p: Param, value: Any, integer: bool) -> int | float:
                          f"got {_tname(value)}")
     if integer and not isinstance(value, int):
         raise ParamError(f"parameter {p.name!r} must be an integer, got {value!r}")
-    if not math.isfinite(value):
-        raise ParamError(f"parameter {p.name!r} must be a finite number")
+    if not _finite(value):
+        raise ParamError(f"parameter {p.name!r} must be a finite number (at most {MAX_NUMBER:.3g} in size)")
     if (p.lo is not None and value < p.lo) or (p.hi is not None and value > p.hi):
         raise ParamError(f"parameter {p.name!r} must be between {_fmt(p.lo)} and {_fmt(p.hi)}")
     return value if integer else float(value)

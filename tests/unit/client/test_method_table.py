@@ -179,3 +179,18 @@ def test_every_cli_command_answers_help_without_a_daemon() -> None:
                              text=True, cwd=REPO, timeout=60)
         assert out.returncode == 0, out.stderr
         assert "usage: mempal " + " ".join(words) in out.stdout
+
+
+def test_integers_past_a_floats_range_are_param_errors_for_every_number_parameter() -> None:
+    """Issue 47 L1: ``math.isfinite(10**400)`` raises OverflowError; every number and time parameter refuses such
+    an integer (and its negative) with a ParamError naming it, as -32602 on the wire."""
+    checked = 0
+    for method in METHODS.values():
+        for p in method.params:
+            if p.kind not in ("int", "float", "time"):
+                continue
+            for value in (10**400, -(10**400), 2**63):
+                with pytest.raises(ParamError, match=p.name):
+                    validate(method, {p.name: value})
+                checked += 1
+    assert checked > 100
