@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +148,7 @@ class StoreRead:
     error: str = ""  # why the shard could not be loaded or listed (then nothing was read)
 
 
-def read_shard(shard_dir: Path, sink: Callable[[list[Any]], None] | None = None) -> StoreRead:
+def read_shard(shard_dir: Path, sink: Callable[[list[Any]], object] | None = None) -> StoreRead:
     """Read every point of the shard in ``shard_dir``, handing each readable batch (qdrant_edge records, with
     payload and vectors) to ``sink``. Never raises: what fails is counted."""
     import qdrant_edge as qe
@@ -216,6 +216,43 @@ def point_data(rec: Any) -> Any:
     dense = vec.get(DENSE)
     sv = SparseVec(tuple(sparse.indices), tuple(sparse.values)) if sparse is not None else SparseVec((), ())
     return PointData(str(rec.id), dict(rec.payload or {}), sv, list(dense) if dense is not None else None)
+
+
+@dataclass
+class ShardScan:
+    """What a ``read_shard`` sink saw: the ids, the transcripts cited, and the dense vectors that are damaged
+    (not finite, or not of unit length as a cosine store keeps them: random bytes in the vector storage). A
+    damaged dense vector is dropped from what ``add`` returns: the daemon embeds that drawer's text again."""
+
+    ids: set[str] = field(default_factory=set)
+    cited: set[str] = field(default_factory=set)
+    bad_dense: list[str] = field(default_factory=list)
+
+    def add(self, recs: list[Any]) -> list[Any]:
+        from mempald.store.edge_files import unit_vector
+
+        out = []
+        cited_paths(recs, self.cited)
+        for rec in recs:
+            p = point_data(rec)
+            self.ids.add(p.id)
+            if p.dense is not None and not unit_vector(list(p.dense)):
+                self.bad_dense.append(p.id)
+                p = replace(p, dense=None)
+            out.append(p)
+        return out
+
+
+def payload_id(payload: dict[str, Any]) -> str | None:
+    """The id mempald gives a drawer with this payload (``None`` when the payload lacks what it is made of)."""
+    from mempald.ingest.drawers import drawer_id
+
+    parts = [payload.get(k) for k in ("machine", "source_kind", "session_id", "exchange_key")]
+    chunk = payload.get("chunk_index")
+    if not all(isinstance(p, str) and p for p in parts) or not isinstance(chunk, int):
+        return None
+    machine, kind, session, key = (str(p) for p in parts)
+    return drawer_id(machine, kind, session, key, chunk)
 
 
 def cited_paths(recs: list[Any], into: set[str]) -> None:
