@@ -11,6 +11,7 @@ import getpass
 import socket
 import time
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -65,8 +66,8 @@ from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
-from mempald.state.db import State
-from mempald.store.base import Store
+from mempald.state.db import State, StateDamaged, state_missing
+from mempald.store.base import Filters, Store
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
@@ -110,11 +111,28 @@ def open_backends(settings: Settings) -> Backends:
                         META_KEY: Bm25Encoder().tokenizer})
     hosted = opened if isinstance(opened, HostedEdgeStore) else None
     try:
+        refuse_lost_state(ddir / "state.sqlite3", store)
         state = State(ddir / "state.sqlite3")
     except BaseException:
         store.close()
         raise
     return Backends(embedder, store, hosted, state, space)
+
+
+def refuse_lost_state(path: Path, store: Store) -> None:
+    """A store that holds drawers beside a missing or empty state database: the knowledge graph, the inbox, the
+    audit log and the forget rules are gone, and starting would read forgotten sessions back from their
+    transcripts. Not started: ``mempald repair`` restores the forget rules kept in the store first."""
+    missing = state_missing(path)
+    if not missing:
+        return
+    held = store.count(Filters(include_deleted=True))
+    if held:
+        raise StateDamaged(f"the state database {path} is {missing} but the store at {store.location} holds {held} "
+                           "drawers: the knowledge graph, the inbox, the audit log and the forget rules would be "
+                           "lost, and forgotten sessions read again from their transcripts; stop and run `mempald "
+                           "repair` (it restores the forget rules kept in the store and has every transcript read "
+                           "again)")
 
 
 class Daemon:
@@ -187,6 +205,7 @@ class Daemon:
 
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
         forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
+        self.forgetter = forgetter
         importer = Importer(self.settings, self.store, self.state, bm25, self.dense)
         # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
         self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
@@ -220,9 +239,11 @@ class Daemon:
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""
+        await self.forgetter.mirror_rules()  # (a store written by a release that kept no copy of the rules)
+        damaged = await self.densifier.drop_damaged()
         missing = await self.densifier.requeue_missing()
         queued = await self.scanner.reconcile(BACKFILL)
-        log.info("catch_up", files=queued, dense_missing=missing)
+        log.info("catch_up", files=queued, dense_missing=missing, dense_damaged=damaged)
 
     async def reload(self) -> None:
         """Re-read the config (SIGHUP): one new settings snapshot for every component; sources added or removed

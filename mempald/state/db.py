@@ -241,6 +241,29 @@ class State:
                  "detail": json.loads(r[5])} for r in rows]
 
 
+def state_missing(path: Path) -> str:
+    """"missing" or "empty" when the state database at ``path`` holds nothing (no file, no bytes, no table: it
+    was never made, or was deleted or truncated to nothing), else "". Opens nothing for writing."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty"
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return ""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return ""
+    try:
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    except sqlite3.Error:
+        return ""  # damaged, not empty: quick_check says what is wrong
+    finally:
+        conn.close()
+    return "" if tables else "empty"
+
+
 def quick_check(conn: sqlite3.Connection) -> list[str]:
     """SQLite's own consistency check of every page ("ok" is no problem); raises ``sqlite3.DatabaseError`` when
     the file is not a database at all."""
