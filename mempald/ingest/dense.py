@@ -67,29 +67,37 @@ class DenseWorker:
 
     async def drop_damaged(self) -> int:
         """Find stored dense vectors that are damaged (not finite, not of unit length, or far from what the model
-        makes of a sampled drawer's text) and drop them: ``requeue_missing`` then has those drawers embedded
-        again from their text. ``warning`` says so in ``status``. Returns how many were dropped."""
+        makes of a sampled drawer's text), drop them and queue those drawers: they are embedded again from their
+        text. ``warning`` says so in ``status``. Returns how many were dropped. A store that fails a read here
+        (damaged payload pages, say) says so itself: the check stops."""
         bad: list[str] = []
         sound: list[tuple[str, np.ndarray]] = []
         checked = 0
         offset: str | None = None
-        while True:
-            page, offset = await self.store.scroll(Filters(include_deleted=True), CHECK_PAGE, offset,
-                                                   with_vectors=True)
-            for p in page:
-                if p.dense is None:
-                    continue
-                checked += 1
-                vec = np.asarray(p.dense, dtype=np.float64)
-                if not np.all(np.isfinite(vec)) or abs(float(np.linalg.norm(vec)) - 1.0) > UNIT_TOLERANCE:
-                    bad.append(p.id)
-                elif len(sound) < SAMPLE:
-                    sound.append((p.id, vec))
-            if offset is None:
-                break
-        bad += await self._sample_mismatch(sound)
+        try:
+            while True:
+                page, offset = await self.store.scroll(Filters(include_deleted=True), CHECK_PAGE, offset,
+                                                       with_vectors=True, fields=("ts",))
+                for p in page:
+                    if p.dense is None:
+                        continue
+                    checked += 1
+                    vec = np.asarray(p.dense, dtype=np.float64)
+                    if not np.all(np.isfinite(vec)) or abs(float(np.linalg.norm(vec)) - 1.0) > UNIT_TOLERANCE:
+                        bad.append(p.id)
+                    elif len(sound) < SAMPLE:
+                        sound.append((p.id, vec))
+                if offset is None:
+                    break
+            bad += await self._sample_mismatch(sound)
+            if bad:
+                await self.store.clear_dense(bad)
+        except StoreError as exc:
+            log.warning("dense_check_stopped", error=str(exc), checked=checked)
+            return 0
         if bad:
-            await self.store.clear_dense(bad)
+            for pid in bad:
+                self.queue.put(pid, 0.0, BACKFILL)
             self.warning = (f"{len(bad)} of {checked} drawers had damaged dense vectors in the store (not finite, "
                             "not of unit length, or not what the model makes of their text): they are embedded "
                             "again from their text; if this recurs, stop mempald and run `mempald doctor`")

@@ -6,15 +6,23 @@ moved to ``<data dir>/damaged-<time>/``.
 
 1. The state database: if ``quick_check`` or a strict read of its rows fails, a new one is made from every row
    that can still be read (``mempald.ops.salvage``): the knowledge graph, the cowork inbox, the audit log,
-   the counters; cursors whose text is damaged are dropped.
-2. The store (embedded): if its shard does not load, has lost its payload indexes, or any point cannot be read
-   back whole, every point that can be read (payload and vectors, verbatim) is copied into a new shard, which
-   becomes the current one. Drawers without a dense vector are embedded again when the daemon starts. A store
-   that reads back whole but has no drawer left of files the state database says were read into it (a
-   deleted segment its WAL did not cover) has those files' cursors dropped.
+   the counters; cursors whose text is damaged are dropped. If it is missing or empty while the store holds
+   drawers, a new one is made with the forget rules the store keeps a copy of (``forget_list.mirrored_rules``),
+   so a forgotten session is not read back from its transcript; what only it held is reported lost.
+2. The store (embedded): its files are read first, without Qdrant (``mempald.store.edge_files``): opening a
+   shard whose id tracker lost entries makes Qdrant drop the payloads it no longer lists. Metadata naming
+   another vector size than the shard's is set back. If the shard does not load, has lost its payload indexes,
+   any point cannot be read back whole, a dense vector is damaged, or its payload pages hold drawers its id
+   tracker does not list, a new shard is made of every point that reads (payload and vectors, verbatim; a
+   damaged dense vector dropped) and every drawer recovered from the payload pages (its id derived from its
+   payload, its keyword vector computed again, its dense vector kept where sound), except what a forget rule
+   covers; it becomes the current one. Drawers without a dense vector are embedded again when the daemon
+   starts. A store that reads back whole but holds fewer exchanges of a file than the state database says
+   were read into it (a deleted segment its WAL did not cover) has those files' cursors dropped.
 3. Then, if anything was rebuilt, every cursor is dropped: the daemon reads each transcript still on disk
    again from the start. Drawer ids are deterministic, so what survived is overwritten, not duplicated, and
-   what was lost from the store comes back from its transcript.
+   what was lost from the store comes back from its transcript. The store's drawer count recorded at the
+   last clean stop (the start compares it) is forgotten.
 
 Exit codes: 0 nothing to repair, or repaired (what could not be kept is counted in the report), 1 the
 damaged state database could not be opened at all (a new empty one was made), 2 bad config, 4 a daemon runs on
@@ -40,8 +48,8 @@ from mempald.ops.salvage import (
     payload_id,
     read_shard,
     readable_copy,
+    short_cursors,
     state_problems,
-    unbacked_cursors,
 )
 from mempald.store.edge_files import read_raw
 
@@ -167,7 +175,7 @@ def repair_store(settings: Settings, ddir: Path, stamp: str) -> dict[str, Any]:
     rules = forget_rules(ddir / "state.sqlite3", _meta(path))
     missing = {pid: p for pid, p in missing.items() if not any(r.covers(p.payload) for r in rules)}
     if not check.error and not check.lost and not missing and not seen.bad_dense:
-        found = unbacked_cursors(ddir / "state.sqlite3", seen.cited)
+        found = short_cursors(ddir / "state.sqlite3", seen.exchanges)
         if found:  # the store lost drawers without damage to show (a deleted segment its WAL did not cover)
             return {**report, "store": "ok", "points": check.points, "files_missing": len(found),
                     "cursors_dropped": drop_cursors(ddir / "state.sqlite3", found)}
@@ -290,6 +298,16 @@ def drop_cursors(path: Path, only: list[str] | None = None) -> int:
         conn.close()
 
 
+def forget_store_points(path: Path) -> None:
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn.execute("DELETE FROM store_count")
+    except sqlite3.Error:
+        pass  # (a state database of a release without the table)
+    finally:
+        conn.close()
+
+
 def repair(settings: Settings, ddir: Path) -> dict[str, Any]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     state_path = ddir / "state.sqlite3"
@@ -300,6 +318,8 @@ def repair(settings: Settings, ddir: Path) -> dict[str, Any]:
     if rebuilt and state_path.exists():
         report["cursors_dropped"] = drop_cursors(state_path)
     report.setdefault("cursors_dropped", 0)
+    if state_path.exists():  # the count of the last clean stop no longer holds after a repair
+        forget_store_points(state_path)
     rebuilt = rebuilt or bool(report["cursors_dropped"])
     report["ok"] = not report.get("error")  # (points lost from the store are counted, and their transcripts re-read)
     report["next"] = ("start mempald: it reads every transcript still on disk again; drawers whose transcript is "

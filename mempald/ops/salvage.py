@@ -227,6 +227,7 @@ class ShardScan:
     ids: set[str] = field(default_factory=set)
     cited: set[str] = field(default_factory=set)
     bad_dense: list[str] = field(default_factory=list)
+    exchanges: dict[str, set[str]] = field(default_factory=dict)  # source path -> the exchanges stored of it
 
     def add(self, recs: list[Any]) -> list[Any]:
         from mempald.store.edge_files import unit_vector
@@ -236,6 +237,9 @@ class ShardScan:
         for rec in recs:
             p = point_data(rec)
             self.ids.add(p.id)
+            path, key = p.payload.get("source_path"), p.payload.get("exchange_key")
+            if isinstance(path, str) and isinstance(key, str):
+                self.exchanges.setdefault(path, set()).add(key)
             if p.dense is not None and not unit_vector(list(p.dense)):
                 self.bad_dense.append(p.id)
                 p = replace(p, dense=None)
@@ -277,3 +281,20 @@ def unbacked_cursors(state_path: Path, cited: set[str]) -> list[str]:
     finally:
         conn.close()
     return sorted(str(r[0]) for r in rows if str(r[0]) not in cited)
+
+
+def short_cursors(state_path: Path, stored: dict[str, set[str]]) -> list[str]:
+    """Files the state database says were read into the store with more exchanges than the store holds now: it
+    lost some of their drawers (reading them again brings those back; an exchange without a drawer, or a purged
+    one, only costs that file a re-read, since drawer ids are deterministic and forget rules hold)."""
+    try:
+        conn = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return []
+    try:
+        rows = conn.execute("SELECT path, exchanges FROM cursors WHERE exchanges > 0").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return sorted(str(path) for path, n in rows if len(stored.get(str(path), ())) < int(n))

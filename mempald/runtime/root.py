@@ -7,6 +7,7 @@ state database); ``app`` runs ``loops()`` in its task group and serves ``dispatc
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import socket
 import time
@@ -67,7 +68,7 @@ from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
 from mempald.state.db import State, StateDamaged, state_missing
-from mempald.store.base import Filters, Store
+from mempald.store.base import Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
@@ -116,6 +117,12 @@ def open_backends(settings: Settings) -> Backends:
     except BaseException:
         store.close()
         raise
+    try:
+        refuse_lost_points(state, store)
+    except BaseException:
+        store.close()
+        state.close()
+        raise
     return Backends(embedder, store, hosted, state, space)
 
 
@@ -133,6 +140,20 @@ def refuse_lost_state(path: Path, store: Store) -> None:
                            "lost, and forgotten sessions read again from their transcripts; stop and run `mempald "
                            "repair` (it restores the forget rules kept in the store and has every transcript read "
                            "again)")
+
+
+def refuse_lost_points(state: State, store: Store) -> None:
+    """The store holds fewer points than when the daemon last stopped cleanly: it lost drawers while nothing ran
+    (damaged or deleted files). Not started, so nothing is served as if whole: ``mempald repair``."""
+    recorded = state.store_points()
+    if recorded is None:
+        return
+    held = store.count(Filters(include_deleted=True))
+    if held < recorded:
+        raise StoreError(f"the store at {store.location} holds {held} drawers but held {recorded} when mempald last "
+                         "stopped: its files lost drawers while it was stopped; stop and run `mempald repair` (it "
+                         "recovers what the store's files still hold and has the transcripts read again)")
+    state.forget_store_points()
 
 
 class Daemon:
@@ -239,11 +260,15 @@ class Daemon:
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""
-        await self.forgetter.mirror_rules()  # (a store written by a release that kept no copy of the rules)
-        damaged = await self.densifier.drop_damaged()
         missing = await self.densifier.requeue_missing()
         queued = await self.scanner.reconcile(BACKFILL)
-        log.info("catch_up", files=queued, dense_missing=missing, dense_damaged=damaged)
+        log.info("catch_up", files=queued, dense_missing=missing)
+        damaged = await self.densifier.drop_damaged()  # (queued again, after what was queued above)
+        try:  # (a store written by a release that kept no copy of the forget rules)
+            await self.forgetter.mirror_rules()
+        except StoreError as exc:
+            log.warning("forget_rules_not_mirrored", error=str(exc))
+        log.info("dense_checked", damaged=damaged)
 
     async def reload(self) -> None:
         """Re-read the config (SIGHUP): one new settings snapshot for every component; sources added or removed
@@ -262,6 +287,8 @@ class Daemon:
     def close(self) -> None:
         try:
             self.builders.close()
+            with contextlib.suppress(Exception):  # a store that cannot count now records nothing
+                self.state.record_store_points(self.store.store.count(Filters(include_deleted=True)))
         finally:
             try:
                 self.store.store.close()

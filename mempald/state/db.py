@@ -37,6 +37,10 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (source, name)
 );
+CREATE TABLE IF NOT EXISTS store_count (
+    points INTEGER NOT NULL,
+    at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
@@ -223,6 +227,26 @@ class State:
         for source, name, value in rows:
             out.setdefault(source, {})[name] = value
         return out
+
+    # the store's point count at the last clean stop ------------------------------------------------------
+    def record_store_points(self, points: int) -> None:
+        """The store's point count, as the daemon stops cleanly: the next start compares (``store_points``)."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            self.conn.execute("DELETE FROM store_count")
+            self.conn.execute("INSERT INTO store_count (points, at) VALUES (?, ?)", (points, time.time()))
+            self.conn.execute("COMMIT")
+
+    def store_points(self) -> int | None:
+        """The count recorded at the last clean stop (``None``: none, as after a crash or a repair)."""
+        with self.lock:
+            row = self.conn.execute("SELECT points FROM store_count").fetchone()
+        return None if row is None else int(row[0])
+
+    def forget_store_points(self) -> None:
+        """Drop the recorded count once compared: a crash later must not leave one that no longer holds."""
+        with self.lock:
+            self.conn.execute("DELETE FROM store_count")
 
     # audit ---------------------------------------------------------------------------------------------
     def audit(self, actor: str, action: str, target: str, reason: str = "", **detail: Any) -> None:

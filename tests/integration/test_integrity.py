@@ -162,6 +162,32 @@ def test_a_truncated_id_tracker_is_refused_and_every_drawer_recovered(daemon: Da
 
 
 @pytest.mark.timeout(420)
+def test_drawers_lost_while_stopped_are_noticed_at_start(daemon: Daemon, home: Path) -> None:
+    """H8, the count: drawers gone from a store whose files stay consistent (here three deleted through Qdrant
+    Edge itself while the daemon is stopped). Before: served as if whole. Now: the count recorded at the clean
+    stop is compared at start (refused, naming ``mempald repair``), and repair has every file that lost a
+    drawer read again."""
+    from mempald.store.base import Filters
+    from mempald.store.edge import EdgeStore
+
+    palace = Palace(daemon, home)
+    palace.stop()
+    store = EdgeStore(palace.data / "store", 384)
+    try:
+        page, _ = store.scroll(Filters(session_id=(SIDS[0],)), 3)
+        store.delete(Filters(ids=tuple(p.id for p in page)))
+    finally:
+        store.close()
+
+    refused_at_start(daemon, f"held {palace.before}")
+    report = palace.repair()
+    assert report["store"] == "ok" and report["cursors_dropped"] == 1, report
+    after = palace.serves_everything()
+    assert after == palace.before
+    print(f"RELIABILITY integrity case=count before={palace.before} after_start=refused after_repair={after}")
+
+
+@pytest.mark.timeout(420)
 def test_metadata_naming_another_vector_size_is_named_and_repaired(daemon: Daemon, home: Path) -> None:
     """M4: the store's metadata names 768-d vectors. Before: doctor silent, the daemon would not start, repair
     did not help. Now: the start and doctor name the metadata and ``mempald repair``, which sets it back."""
