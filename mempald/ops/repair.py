@@ -54,6 +54,7 @@ from mempald.ops.salvage import (
 from mempald.store.edge_files import read_raw
 
 if TYPE_CHECKING:
+    from mempald.embed.sparse import Bm25Encoder
     from mempald.features.forget_list import Rule
 
 LISTED = 20
@@ -171,7 +172,10 @@ def repair_store(settings: Settings, ddir: Path, stamp: str) -> dict[str, Any]:
                                 f"lists fewer points than the payload pages hold ({raw.values})")
     else:
         check = read_shard(shard_dir, seen.add)
-    missing = {pid: p for pid, p in raw.points.items() if pid not in seen.ids}
+    # The pages are read into the new shard only where Qdrant cannot list the points itself (a shard that loads
+    # whole is its own truth: a built segment's pages may still hold copies of points deleted since).
+    from_pages = bool(raw.tracker_damaged) or check.error.startswith("cannot load")
+    missing = {pid: p for pid, p in raw.points.items() if pid not in seen.ids} if from_pages else {}
     rules = forget_rules(ddir / "state.sqlite3", _meta(path))
     missing = {pid: p for pid, p in missing.items() if not any(r.covers(p.payload) for r in rules)}
     if not check.error and not check.lost and not missing and not seen.bad_dense:
@@ -181,7 +185,6 @@ def repair_store(settings: Settings, ddir: Path, stamp: str) -> dict[str, Any]:
                     "cursors_dropped": drop_cursors(ddir / "state.sqlite3", found)}
         return {**report, "store": "ok", "points": check.points}
     from mempald.embed.embedder import DEFAULT_DIM
-    from mempald.embed.sparse import Bm25Encoder
     from mempald.ingest.drawers import index_text
     from mempald.store.base import PointData
     from mempald.store.edge import EdgeStore, set_current_shard
@@ -196,7 +199,7 @@ def repair_store(settings: Settings, ddir: Path, stamp: str) -> dict[str, Any]:
             res = read_shard(shard_dir, lambda recs: new.upsert(kept.add(recs)))
         else:
             res = StoreRead()
-        bm25 = Bm25Encoder(str(_meta(path).get(META_KEY) or "")) if _meta(path).get(META_KEY) else Bm25Encoder()
+        bm25 = _keyword_encoder(_meta(path).get(META_KEY))
         points = [PointData(p.id, p.payload, bm25.document(index_text(p.payload)), p.dense)
                   for p in missing.values() if p.id not in kept.ids]
         for i in range(0, len(points), 256):
@@ -214,6 +217,19 @@ def repair_store(settings: Settings, ddir: Path, stamp: str) -> dict[str, Any]:
             "points_recovered_from_pages": len(points), "points_lost": len(lost), "lost_ids": lost[:LISTED],
             "pages_unreadable": raw.unreadable + raw.unnamed, "dense_dropped": len(kept.bad_dense),
             "shard": new_name, "moved_to": str(aside)}
+
+
+def _keyword_encoder(tokenizer: object) -> Bm25Encoder:
+    """The BM25 encoder of the tokenizer the store's metadata names (the default one if it names none it
+    knows: the daemon re-encodes keyword vectors of another tokenizer by itself)."""
+    from mempald.embed.sparse import Bm25Encoder
+
+    if isinstance(tokenizer, str) and tokenizer:
+        try:
+            return Bm25Encoder(tokenizer)
+        except ValueError:  # an unknown tokenizer name (damaged metadata)
+            pass
+    return Bm25Encoder()
 
 
 def _shard_dim(shard_dir: Path) -> int:

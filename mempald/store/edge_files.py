@@ -240,7 +240,8 @@ def read_raw(shard_dir: Path, id_of: Callable[[dict[str, Any]], str | None]) -> 
     """Every payload the shard's pages still hold, by point id (``id_of`` the payload, else the id tracker's);
     never raises on damaged files."""
     res = RawRead()
-    for seg in segments(shard_dir):
+    # a point in two segments: the appendable (mutable) segment's copy is the newer one, so it is read last
+    for seg in sorted(segments(shard_dir), key=_mutable):
         storage = seg / "payload_storage"
         pointers = payload_pointers(storage)
         mapped, whole = id_mappings(seg)
