@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import InvalidInput
-from mempald.features.forget_list import NOT_FROM_FILES, ForgetList, Rule, from_file
+from mempald.features.forget_list import MIRROR_KEY, NOT_FROM_FILES, ForgetList, Rule, from_file
 from mempald.ingest.drawers import CONTEXT_CHARS, index_text
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
@@ -111,6 +111,13 @@ class Forgetter:
         self.bm25 = bm25
         self.dense = dense
 
+    async def mirror_rules(self) -> None:
+        """Copy the forget list into the store's metadata (``forget_list.mirrored_rules``), when it differs."""
+        meta = await self.store.get_meta()
+        rules = [r.to_dict() for r in self.forgotten.rules()]
+        if meta.get(MIRROR_KEY, []) != rules:
+            await self.store.set_meta({**meta, MIRROR_KEY: rules})
+
     async def _match(self, flt: Filters, keep: Callable[[Mapping[str, Any]], bool] | None = None) -> list[Matched]:
         out: list[Matched] = []
         async for page in self.store.pages(flt, BATCH):
@@ -164,6 +171,7 @@ class Forgetter:
                       what: Mapping[str, Any]) -> dict[str, Any]:
         """Rules first (a drawer written meanwhile is already covered), then the soft delete, then the audit."""
         await anyio.to_thread.run_sync(self.forgotten.add, rules)
+        await self.mirror_rules()
         now = time.time()
         ids = [m.id for m in matched]
         for i in range(0, len(ids), BATCH):
@@ -212,6 +220,7 @@ class Forgetter:
         lifted = [r for r in self.forgotten.rules() if r.session in sessions or (r.source and r.source in sources)
                   or _named(r, sel)]
         lifted = await anyio.to_thread.run_sync(self.forgotten.lift, lifted)
+        await self.mirror_rules()
         files = sorted(sources | set(await on_disk(p for r in lifted for p in r.paths)))
         ids = [m.id for m in again]
         for i in range(0, len(ids), BATCH):

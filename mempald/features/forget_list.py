@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS forgotten (
     PRIMARY KEY (source, session, wing, room)
 )
 """
+MIRROR_KEY = "forget_rules"  # the store metadata field holding a copy of every rule (``mirrored_rules``)
 NOT_FROM_FILES = "mempal:"  # source paths of drawers saved by hand or made by mempal itself (no transcript)
 
 
@@ -74,10 +75,32 @@ class Rule:
                 and (not self.room or p.get("room") == self.room)
                 and float(p.get("ts") or 0.0) <= self.until)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Rule:
+        return cls(str(d.get("source") or ""), str(d.get("session") or ""), str(d.get("wing") or ""),
+                   str(d.get("room") or ""), float(d.get("until") or 0.0), float(d.get("at") or 0.0),
+                   str(d.get("actor") or ""), str(d.get("reason") or ""),
+                   tuple(str(p) for p in d.get("paths") or () if isinstance(p, str)))
+
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "session": self.session, "wing": self.wing, "room": self.room,
                 "until": self.until, "at": self.at, "actor": self.actor, "reason": self.reason,
                 "paths": list(self.paths)}
+
+
+def mirrored_rules(meta: Mapping[str, Any]) -> list[Rule]:
+    """The rules copied into the store's metadata (``MIRROR_KEY``): the forget list survives a lost state
+    database, and ``mempald repair`` puts them back (so a purged session is not read again from its transcript).
+    Entries that do not read as rules are skipped."""
+    raw = meta.get(MIRROR_KEY)
+    out = []
+    for d in raw if isinstance(raw, list) else ():
+        if isinstance(d, dict):
+            try:
+                out.append(Rule.from_dict(d))
+            except (TypeError, ValueError):
+                continue
+    return out
 
 
 class ForgetList:

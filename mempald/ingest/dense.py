@@ -14,11 +14,13 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import numpy as np
 
 from mempald import logs
 from mempald.embed.embedder import MAX_SEQ_LEN, Embedder, Vectors, length_batches
 from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.store.base import Filters, StoreError
+from mempald.store.edge_files import UNIT_TOLERANCE
 from mempald.store.gateway import StoreGateway
 
 log = logs.get("dense")
@@ -34,6 +36,12 @@ log = logs.get("dense")
 MAX_BATCH = 8
 COUNT_FACTOR = 8
 WINDOW = 64
+# The check of stored dense vectors at start (``drop_damaged``): a cosine store keeps every vector normalized,
+# so one not finite or not of unit length is damaged (random bytes in the vector storage made searches return
+# scores of 1e37); a few drawers are also embedded again and compared with what is stored.
+SAMPLE = 4
+SAMPLE_MIN_COSINE = 0.9
+CHECK_PAGE = 500
 
 
 class DenseWorker:
@@ -51,10 +59,66 @@ class DenseWorker:
         self.started = time.monotonic()
         self.rate = 0.0  # drawers per second, smoothed
         self.in_flight = 0
+        self.warning = ""  # damaged dense vectors found at start (``drop_damaged``), for ``status``
         self.hold: Callable[[], bool] = lambda: False  # true: wait before starting the next round
         # true while the backfill's files are being read: only fresh drawers are embedded meanwhile, so the
         # keyword pass has the cores (it is GIL-bound Python; the model took half of them, bench/backfill.py)
         self.reading: Callable[[], bool] = lambda: False
+
+    async def drop_damaged(self) -> int:
+        """Find stored dense vectors that are damaged (not finite, not of unit length, or far from what the model
+        makes of a sampled drawer's text), drop them and queue those drawers: they are embedded again from their
+        text. ``warning`` says so in ``status``. Returns how many were dropped. A store that fails a read here
+        (damaged payload pages, say) says so itself: the check stops."""
+        bad: list[str] = []
+        sound: list[tuple[str, np.ndarray]] = []
+        checked = 0
+        offset: str | None = None
+        try:
+            while True:
+                page, offset = await self.store.scroll(Filters(include_deleted=True), CHECK_PAGE, offset,
+                                                       with_vectors=True, fields=("ts",))
+                for p in page:
+                    if p.dense is None:
+                        continue
+                    checked += 1
+                    vec = np.asarray(p.dense, dtype=np.float64)
+                    if not np.all(np.isfinite(vec)) or abs(float(np.linalg.norm(vec)) - 1.0) > UNIT_TOLERANCE:
+                        bad.append(p.id)
+                    elif len(sound) < SAMPLE:
+                        sound.append((p.id, vec))
+                if offset is None:
+                    break
+            bad += await self._sample_mismatch(sound)
+            if bad:
+                await self.store.clear_dense(bad)
+        except StoreError as exc:
+            log.warning("dense_check_stopped", error=str(exc), checked=checked)
+            return 0
+        if bad:
+            for pid in bad:
+                self.queue.put(pid, 0.0, BACKFILL)
+            self.warning = (f"{len(bad)} of {checked} drawers had damaged dense vectors in the store (not finite, "
+                            "not of unit length, or not what the model makes of their text): they are embedded "
+                            "again from their text; if this recurs, stop mempald and run `mempald doctor`")
+            log.error("dense_vectors_damaged", drawers=len(bad), checked=checked, first=bad[:5],
+                      message=self.warning)
+        return len(bad)
+
+    async def _sample_mismatch(self, sample: list[tuple[str, np.ndarray]]) -> list[str]:
+        """Ids of sampled drawers whose stored vector is far from what the model makes of their text now."""
+        if not sample:
+            return []
+        points = {p.id: p for p in await self.store.retrieve([pid for pid, _ in sample])}
+        kept = [(pid, vec) for pid, vec in sample if pid in points]
+        if not kept:
+            return []
+        texts = [self.embedder.with_context(str(points[pid].payload.get("context") or ""),
+                                            str(points[pid].payload.get("text", "")), self.max_tokens)
+                 for pid, _ in kept]
+        fresh = await anyio.to_thread.run_sync(self._embed, texts, limiter=self.limiter)
+        return [pid for (pid, vec), new in zip(kept, fresh, strict=True)
+                if float(np.dot(vec, np.asarray(new, dtype=np.float64))) < SAMPLE_MIN_COSINE]
 
     async def requeue_missing(self) -> int:
         """Queue every drawer in the store that lacks a dense vector (newest first by timestamp)."""

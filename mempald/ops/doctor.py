@@ -53,21 +53,33 @@ def check_store(settings: Settings, running: bool) -> Check:
         return Check("store", True, f"{path}: {size / 1e6:.1f} MB, opened by the daemon")
     if not path.exists():
         return Check("store", True, f"{path} will be created on first start")
-    from mempald.ops.repair import _live_shard
-    from mempald.ops.salvage import cited_paths, read_shard, unbacked_cursors
+    from mempald.ops.repair import _live_shard, meta_problem
+    from mempald.ops.salvage import ShardScan, read_shard, unbacked_cursors
+    from mempald.store.edge_files import tracker_problems
 
     shard = _live_shard(path) if path.is_dir() else None
     if shard is None:
         return Check("store", True, f"{path} holds no shard yet: it is made on first start")
-    cited: set[str] = set()
-    res = read_shard(path / shard, lambda recs: cited_paths(recs, cited))  # every point read back whole
+    fix = "run `mempald repair` (it keeps every point it can read and re-reads the transcripts on disk)"
+    lost = tracker_problems(path / shard)  # before the shard is opened: opening it drops what is not listed
+    if lost:
+        return Check("store", False, f"{path / shard} is damaged: {'; '.join(lost[:3])}", fix)
+    meta = meta_problem(path, path / shard)
+    if meta:
+        return Check("store", False, f"the store's metadata is damaged: {meta}", "run `mempald repair` (it sets "
+                     "the metadata's vector size back to the shard's)")
+    scan = ShardScan()
+    res = read_shard(path / shard, scan.add)  # every point read back whole
     if res.error and "lock" in res.error.lower():
         return Check("store", False, f"{path} is in use: {res.error}", "stop any other mempald and run this again")
     if res.error or res.lost:
         what = res.error or f"{len(res.lost)} of {res.points} points cannot be read back ({', '.join(res.lost[:3])})"
-        return Check("store", False, f"{path / shard} is damaged: {what}",
-                     "run `mempald repair` (it keeps every point it can read and re-reads the transcripts on disk)")
-    missing = unbacked_cursors(data_dir() / "state.sqlite3", cited)
+        return Check("store", False, f"{path / shard} is damaged: {what}", fix)
+    if scan.bad_dense:
+        return Check("store", False, f"{path / shard} is damaged: {len(scan.bad_dense)} of {res.points} dense vectors "
+                     f"are not finite or not of unit length (first: {scan.bad_dense[0]})",
+                     "start mempald (it embeds those drawers again from their text), or run `mempald repair`")
+    missing = unbacked_cursors(data_dir() / "state.sqlite3", scan.cited)
     if missing:
         return Check("store", False, f"{path / shard} has lost the drawers of {len(missing)} file(s) the state "
                      f"database says were read into it (first: {missing[0]})",
@@ -75,11 +87,21 @@ def check_store(settings: Settings, running: bool) -> Check:
     return Check("store", True, f"{path}: {res.points} points, all read back whole; {size / 1e6:.1f} MB on disk")
 
 
-def check_state() -> Check:
-    """The state database: SQLite's quick_check and a strict read of every row (also while the daemon runs)."""
+def check_state(settings: Settings | None) -> Check:
+    """The state database: SQLite's quick_check and a strict read of every row (also while the daemon runs); a
+    missing or empty one beside a store that holds drawers is damage (what it kept would be lost)."""
     from mempald.ops.salvage import state_problems
+    from mempald.state.db import state_missing
 
     path = data_dir() / "state.sqlite3"
+    missing = state_missing(path)
+    if missing:
+        held = store_values(settings) if settings is not None else 0
+        if held:
+            return Check("state database", False, f"{path} is {missing} but the store holds {held} drawers: the "
+                         "knowledge graph, the inbox, the audit log and the forget rules are gone with it",
+                         "run `mempald repair` (it restores the forget rules kept in the store and has every "
+                         "transcript read again)")
     if not path.exists():
         return Check("state database", True, f"{path} will be created on first start")
     problems = state_problems(path)
@@ -87,6 +109,21 @@ def check_state() -> Check:
         return Check("state database", False, f"{path} is damaged: {'; '.join(problems[:3])}",
                      "stop mempald and run `mempald repair`")
     return Check("state database", True, f"{path}: quick_check ok, every row readable")
+
+
+def store_values(settings: Settings) -> int:
+    """How many drawers the embedded store's pages hold (read from its files: no lock, no Qdrant; 0 for a
+    server store, or none yet)."""
+    from mempald.ops.repair import _live_shard
+    from mempald.store.edge_files import payload_pointers, segments
+
+    path = settings.store_path()
+    if settings.store.url or not path.is_dir():
+        return 0
+    shard = _live_shard(path)
+    if shard is None:
+        return 0
+    return sum(len(payload_pointers(seg / "payload_storage")) for seg in segments(path / shard))
 
 
 def check_inotify(settings: Settings) -> Check:
@@ -115,7 +152,7 @@ def run_checks() -> list[Check]:
 
         out = stopped_is_not_a_fault(out)
     out.append(check_model())
-    out.append(check_state())
+    out.append(check_state(settings))
     if settings is not None:
         out.append(check_store(settings, running))
         out.append(check_inotify(settings))

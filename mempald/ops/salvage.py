@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +148,7 @@ class StoreRead:
     error: str = ""  # why the shard could not be loaded or listed (then nothing was read)
 
 
-def read_shard(shard_dir: Path, sink: Callable[[list[Any]], None] | None = None) -> StoreRead:
+def read_shard(shard_dir: Path, sink: Callable[[list[Any]], object] | None = None) -> StoreRead:
     """Read every point of the shard in ``shard_dir``, handing each readable batch (qdrant_edge records, with
     payload and vectors) to ``sink``. Never raises: what fails is counted."""
     import qdrant_edge as qe
@@ -218,6 +218,47 @@ def point_data(rec: Any) -> Any:
     return PointData(str(rec.id), dict(rec.payload or {}), sv, list(dense) if dense is not None else None)
 
 
+@dataclass
+class ShardScan:
+    """What a ``read_shard`` sink saw: the ids, the transcripts cited, and the dense vectors that are damaged
+    (not finite, or not of unit length as a cosine store keeps them: random bytes in the vector storage). A
+    damaged dense vector is dropped from what ``add`` returns: the daemon embeds that drawer's text again."""
+
+    ids: set[str] = field(default_factory=set)
+    cited: set[str] = field(default_factory=set)
+    bad_dense: list[str] = field(default_factory=list)
+    exchanges: dict[str, set[str]] = field(default_factory=dict)  # source path -> the exchanges stored of it
+
+    def add(self, recs: list[Any]) -> list[Any]:
+        from mempald.store.edge_files import unit_vector
+
+        out = []
+        cited_paths(recs, self.cited)
+        for rec in recs:
+            p = point_data(rec)
+            self.ids.add(p.id)
+            path, key = p.payload.get("source_path"), p.payload.get("exchange_key")
+            if isinstance(path, str) and isinstance(key, str):
+                self.exchanges.setdefault(path, set()).add(key)
+            if p.dense is not None and not unit_vector(list(p.dense)):
+                self.bad_dense.append(p.id)
+                p = replace(p, dense=None)
+            out.append(p)
+        return out
+
+
+def payload_id(payload: dict[str, Any]) -> str | None:
+    """The id mempald gives a drawer with this payload (``None`` when the payload lacks what it is made of)."""
+    from mempald.ingest.drawers import drawer_id
+
+    parts = [payload.get(k) for k in ("machine", "source_kind", "session_id", "exchange_key")]
+    chunk = payload.get("chunk_index")
+    if not all(isinstance(p, str) and p for p in parts) or not isinstance(chunk, int):
+        return None
+    machine, kind, session, key = (str(p) for p in parts)
+    return drawer_id(machine, kind, session, key, chunk)
+
+
 def cited_paths(recs: list[Any], into: set[str]) -> None:
     """Collect the ``source_path`` of each record (a ``read_shard`` sink)."""
     for r in recs:
@@ -240,3 +281,20 @@ def unbacked_cursors(state_path: Path, cited: set[str]) -> list[str]:
     finally:
         conn.close()
     return sorted(str(r[0]) for r in rows if str(r[0]) not in cited)
+
+
+def short_cursors(state_path: Path, stored: dict[str, set[str]]) -> list[str]:
+    """Files the state database says were read into the store with more exchanges than the store holds now: it
+    lost some of their drawers (reading them again brings those back; an exchange without a drawer, or a purged
+    one, only costs that file a re-read, since drawer ids are deterministic and forget rules hold)."""
+    try:
+        conn = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return []
+    try:
+        rows = conn.execute("SELECT path, exchanges FROM cursors WHERE exchanges > 0").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return sorted(str(path) for path, n in rows if len(stored.get(str(path), ())) < int(n))

@@ -7,10 +7,12 @@ state database); ``app`` runs ``loops()`` in its task group and serves ``dispatc
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import socket
 import time
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -65,8 +67,8 @@ from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
-from mempald.state.db import State
-from mempald.store.base import SCHEMA_VERSION, Store
+from mempald.state.db import State, StateDamaged, state_missing
+from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
@@ -110,11 +112,48 @@ def open_backends(settings: Settings) -> Backends:
                         "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
     hosted = opened if isinstance(opened, HostedEdgeStore) else None
     try:
+        refuse_lost_state(ddir / "state.sqlite3", store)
         state = State(ddir / "state.sqlite3")
     except BaseException:
         store.close()
         raise
+    try:
+        refuse_lost_points(state, store)
+    except BaseException:
+        store.close()
+        state.close()
+        raise
     return Backends(embedder, store, hosted, state, space)
+
+
+def refuse_lost_state(path: Path, store: Store) -> None:
+    """A store that holds drawers beside a missing or empty state database: the knowledge graph, the inbox, the
+    audit log and the forget rules are gone, and starting would read forgotten sessions back from their
+    transcripts. Not started: ``mempald repair`` restores the forget rules kept in the store first."""
+    missing = state_missing(path)
+    if not missing:
+        return
+    held = store.count(Filters(include_deleted=True))
+    if held:
+        raise StateDamaged(f"the state database {path} is {missing} but the store at {store.location} holds {held} "
+                           "drawers: the knowledge graph, the inbox, the audit log and the forget rules would be "
+                           "lost, and forgotten sessions read again from their transcripts; stop and run `mempald "
+                           "repair` (it restores the forget rules kept in the store and has every transcript read "
+                           "again)")
+
+
+def refuse_lost_points(state: State, store: Store) -> None:
+    """The store holds fewer points than when the daemon last stopped cleanly: it lost drawers while nothing ran
+    (damaged or deleted files). Not started, so nothing is served as if whole: ``mempald repair``."""
+    recorded = state.store_points()
+    if recorded is None:
+        return
+    held = store.count(Filters(include_deleted=True))
+    if held < recorded:
+        raise StoreError(f"the store at {store.location} holds {held} drawers but held {recorded} when mempald last "
+                         "stopped: its files lost drawers while it was stopped; stop and run `mempald repair` (it "
+                         "recovers what the store's files still hold and has the transcripts read again)")
+    state.forget_store_points()
 
 
 class Daemon:
@@ -187,6 +226,7 @@ class Daemon:
 
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
         forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
+        self.forgetter = forgetter
         importer = Importer(self.settings, self.store, self.state, bm25, self.dense)
         # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
         self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
@@ -228,6 +268,12 @@ class Daemon:
         missing = await self.densifier.requeue_missing()
         queued = await self.scanner.reconcile(BACKFILL)
         log.info("catch_up", files=queued, dense_missing=missing)
+        damaged = await self.densifier.drop_damaged()  # (queued again, after what was queued above)
+        try:  # (a store written by a release that kept no copy of the forget rules)
+            await self.forgetter.mirror_rules()
+        except StoreError as exc:
+            log.warning("forget_rules_not_mirrored", error=str(exc))
+        log.info("dense_checked", damaged=damaged)
 
     async def reload(self) -> None:
         """Re-read the config (SIGHUP): one new settings snapshot for every component; sources added or removed
@@ -246,6 +292,8 @@ class Daemon:
     def close(self) -> None:
         try:
             self.builders.close()
+            with contextlib.suppress(Exception):  # a store that cannot count now records nothing
+                self.state.record_store_points(self.store.store.count(Filters(include_deleted=True)))
         finally:
             try:
                 self.store.store.close()

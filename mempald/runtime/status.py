@@ -176,6 +176,7 @@ class StatusReport:
         if self.hosted is not None:
             out.append(self.hosted.damaged)
         out.append(self.state.damaged)
+        out.append(self.densifier.warning)
         if self.keywords is not None:
             out.append(self.keywords.warning)
         return out

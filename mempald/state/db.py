@@ -37,6 +37,10 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (source, name)
 );
+CREATE TABLE IF NOT EXISTS store_count (
+    points INTEGER NOT NULL,
+    at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
@@ -224,6 +228,26 @@ class State:
             out.setdefault(source, {})[name] = value
         return out
 
+    # the store's point count at the last clean stop ------------------------------------------------------
+    def record_store_points(self, points: int) -> None:
+        """The store's point count, as the daemon stops cleanly: the next start compares (``store_points``)."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            self.conn.execute("DELETE FROM store_count")
+            self.conn.execute("INSERT INTO store_count (points, at) VALUES (?, ?)", (points, time.time()))
+            self.conn.execute("COMMIT")
+
+    def store_points(self) -> int | None:
+        """The count recorded at the last clean stop (``None``: none, as after a crash or a repair)."""
+        with self.lock:
+            row = self.conn.execute("SELECT points FROM store_count").fetchone()
+        return None if row is None else int(row[0])
+
+    def forget_store_points(self) -> None:
+        """Drop the recorded count once compared: a crash later must not leave one that no longer holds."""
+        with self.lock:
+            self.conn.execute("DELETE FROM store_count")
+
     # audit ---------------------------------------------------------------------------------------------
     def audit(self, actor: str, action: str, target: str, reason: str = "", **detail: Any) -> None:
         with self.lock:
@@ -258,6 +282,29 @@ def _detail(raw: str) -> Any:
         return json.loads(raw)
     except ValueError:
         return {"unreadable": raw[:200]}
+
+
+def state_missing(path: Path) -> str:
+    """"missing" or "empty" when the state database at ``path`` holds nothing (no file, no bytes, no table: it
+    was never made, or was deleted or truncated to nothing), else "". Opens nothing for writing."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty"
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return ""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error:
+        return ""
+    try:
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    except sqlite3.Error:
+        return ""  # damaged, not empty: quick_check says what is wrong
+    finally:
+        conn.close()
+    return "" if tables else "empty"
 
 
 def quick_check(conn: sqlite3.Connection) -> list[str]:

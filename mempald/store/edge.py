@@ -232,6 +232,13 @@ class EdgeStore:
             if shard_dir.exists() and any(shard_dir.iterdir()):
                 self._shard = qe.EdgeShard.load(str(shard_dir))
                 vectors = self._shard_dims()
+                own = _dims_of(shard_dir) if (shard_dir / "edge_config.json").exists() else None
+                if vectors is not None and own is not None and vectors != own:
+                    self._shard.close()
+                    raise StoreError(
+                        f"the store's metadata {self.path / META_FILE} is damaged: it names {vectors}-d vectors "
+                        f"but the shard at {shard_dir} holds {own}-d ones: stop mempald and run `mempald repair`"
+                    )
                 if vectors is not None and vectors != dim:
                     self._shard.close()
                     raise StoreError(

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from mempald.store.base import Filters, Hit, PointData, RankRequest, SparseVec, Store, StoredPoint
+from mempald.store.base import Fields, Filters, Hit, PointData, RankRequest, SparseVec, Store, StoredPoint
 
 T = TypeVar("T")
 
@@ -77,8 +77,9 @@ class StoreGateway:
         return await self._run(self.store.rank, request)
 
     async def scroll(self, filters: Filters, limit: int, offset: str | None = None, *,
-                     with_vectors: bool = False) -> tuple[list[StoredPoint], str | None]:
-        return await self._run(lambda: self.store.scroll(filters, limit, offset, with_vectors=with_vectors))
+                     with_vectors: bool = False, fields: Fields = None) -> tuple[list[StoredPoint], str | None]:
+        return await self._run(lambda: self.store.scroll(filters, limit, offset, with_vectors=with_vectors,
+                                                         fields=fields))
 
     async def count(self, filters: Filters) -> int:
         return await self._run(self.store.count, filters)

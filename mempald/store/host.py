@@ -82,6 +82,26 @@ def open_problem(store: EdgeStore) -> str:
     return ""
 
 
+def unlisted_points(path: Path, shard: str | None) -> str:
+    """Why the shard must not be opened ("" when it may): a segment whose id tracker lists fewer points than its
+    payload pages hold (a truncated or damaged tracker). Opening it would serve only the listed points, without
+    a word, and Qdrant would then drop the others' payloads for good; ``mempald repair`` reads them from the
+    pages. Read from the files alone, before anything opens the shard (16 bytes a point)."""
+    from mempald.store.edge import current_shard
+    from mempald.store.edge_files import tracker_problems
+
+    try:
+        shard_dir = path / (shard or current_shard(path))
+    except StoreError:
+        return ""  # a damaged CURRENT: the store's own open says so
+    problems = tracker_problems(shard_dir)
+    if not problems:
+        return ""
+    return (f"the store at {shard_dir} is damaged ({'; '.join(problems[:3])}): not opened, so nothing more is "
+            "lost; stop mempald and run `mempald repair` (it recovers the drawers from the payload pages and "
+            "re-reads the transcripts still on disk)")
+
+
 def _die_with_parent() -> None:
     """Linux: SIGKILL this process when the thread that started it ends (the daemon's main thread)."""
     if sys.platform.startswith("linux"):
@@ -151,6 +171,10 @@ def load_ranker(ref: str) -> Ranker | None:
 def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ranker | None = None) -> int:
     owner: list[_Owner] = []  # filled once the shard is open
     threading.Thread(target=_watch_parent, args=(os.getppid(), owner), daemon=True).start()
+    lost = unlisted_points(path, shard)
+    if lost:  # not opened: Qdrant would drop the payloads its damaged id tracker no longer lists
+        conn.send(("err", "store", lost))
+        return 1
     try:
         store = EdgeStore(path, dim, shard, ranker=ranker)
     except Exception as exc:  # reported to the daemon, which exits with the reason
