@@ -18,6 +18,8 @@ values are not secrets: Stripe publishable keys (``pk_``), public keys and certi
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from typing import NamedTuple
@@ -89,6 +91,8 @@ def bearer_ok(value: str) -> bool:
 
 def password_ok(value: str) -> bool:
     """A password named in prose or a command line: a digit and a letter, not a placeholder."""
+    if value.startswith(("/", "~/", "./", "../")):
+        return False  # "$ pwd" and its output: a path
     return has_digit(value) and any(c.isalpha() for c in value) and not_placeholder(value)
 
 
@@ -99,6 +103,73 @@ def env_ok(value: str) -> bool:
     if value.startswith(("/", "~/", "./", "../", "pk_", "ssh-", "http://localhost", "https://localhost")):
         return False  # paths, Stripe publishable keys, public keys
     return has_digit(value) or not IDENT.match(value)
+
+
+_KEY_ID = re.compile(r"^0x[0-9A-Fa-f]{8,16}$")
+_NAME_WORDS = re.compile(r"[_.\-]")
+_WORD_TAIL = re.compile(r"^[A-Za-z]+\d{1,2}$")
+
+
+def _looks_like_name(value: str) -> bool:
+    """snake_case or SCREAMING_SNAKE words, digits only at a word's tail (``profile_v2``, ``BUCKET_KEY_V2``)."""
+    words = [w for w in _NAME_WORDS.split(value) if w]
+    return len(words) >= 2 and all(w.isalpha() or (w[:1].isalpha() and _WORD_TAIL.match(w) is not None) for w in words)
+
+
+def env_key_ok(value: str) -> bool:
+    """The value of a variable named only ``*_KEY`` (``CACHE_KEY``, ``SORT_KEY``, ``GPG_KEY``): as ``env_ok``, and
+    not a name (``user_profile_v2``, ``S3_BUCKET_KEY_V2``) nor a short key id (``0x1A2B3C4D``)."""
+    return env_ok(value) and not _looks_like_name(value) and not _KEY_ID.match(value)
+
+
+def age_ok(value: str) -> bool:
+    return len(set(value.rsplit("-1", 1)[-1])) > 4  # not AGE-SECRET-KEY-1XXXX...
+
+
+def _b64(value: str, limit: int) -> bytes:
+    """The bytes the first ``limit`` characters of a base64 (or base64url) text decode to; b"" if they do not."""
+    head = value[:limit].rstrip("=")
+    head = head[: len(head) // 4 * 4]
+    try:
+        return base64.b64decode(head, altchars=b"-_" if "-" in head or "_" in head else None, validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def discord_ok(value: str) -> bool:
+    """A Discord bot token: its first part is the bot's numeric id in base64."""
+    first = value.split(".", 1)[0]
+    decoded = _b64(first + "=" * (-len(first) % 4), 64) or _b64(first + "A" * (-len(first) % 4), 64)
+    digits = decoded.rstrip(b"\x00")[: len(first) * 3 // 4]
+    return digits[:15].isdigit() and token_ok(value)
+
+
+def b64_private_key_ok(value: str) -> bool:
+    """Base64 of a PEM private key (a kubeconfig's ``client-key-data``, a Kubernetes secret's ``tls.key``)."""
+    return b"PRIVATE KEY" in _b64(value, 80)
+
+
+def basic_pair_ok(value: str) -> bool:
+    """Base64 of ``user:secret`` (a Docker config's ``auth``, npm's ``_auth``)."""
+    decoded = _b64(value + "=" * (-len(value.rstrip("=")) % 4), 400)
+    return b":" in decoded and not_placeholder(decoded.split(b":", 1)[1].decode("latin-1"))
+
+
+def flag_ok(value: str) -> bool:
+    """A value given to ``--token`` / ``--password`` / ``-w``: a password-like value or a long random one."""
+    if is_placeholder(value) or value.startswith(("-", "/", "~/", "./", "../", "@")):
+        return False
+    return password_ok(value) or (len(value) >= 16 and not IDENT.match(value))
+
+
+def stdin_ok(value: str) -> bool:
+    """A value echoed into a login command: not a reference (``$TOKEN``, ``$(cat f)``) nor filler."""
+    v = value.strip()
+    return len(v) >= 4 and not_placeholder(v) and "$" not in v and "`" not in v
+
+
+def pgpass_ok(value: str) -> bool:
+    return len(value) >= 6 and not_placeholder(value) and (has_digit(value) or not value.isalpha())
 
 
 class Rule(NamedTuple):
@@ -116,6 +187,11 @@ class Rule(NamedTuple):
     fold: bool = False
 
 
+_GITLAB = ("glpat-", "glrt-", "gldt-", "glptt-", "glcbt-", "glft-", "glimt-", "glagent-", "glsoat-", "gloas-",
+           "glffct-", "glrtr-")
+_NEW_RELIC = ("NRAK-", "NRAA-", "NRII-", "NRIQ-", "NRRA-", "NRSP-", "NRAZ-")
+_B64_END = r"(?![A-Za-z0-9+/=_\-])"
+
 TOKEN_RULES: list[Rule] = [
     # Slack file-download URLs carry a token in the query string: keep the parameter, drop the token.
     Rule("slack_download_token", re.compile(r"([?&]t=)" + PH + r"(xox[a-z]-[A-Za-z0-9%\-]{10,})"), 2, None, ("xox",)),
@@ -126,7 +202,8 @@ TOKEN_RULES: list[Rule] = [
      ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     Rule("github_token", re.compile(r"(?<![A-Za-z0-9_])(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"), 1, token_ok,
      ("github_pat_",)),
-    Rule("gitlab_token", re.compile(_B + r"(glpat-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok, ("glpat-",)),
+    Rule("gitlab_token", re.compile(_B + r"(gl(?:pat|rt|dt|ptt|cbt|ft|imt|agent|soat|oas|ffct|rtr)-[A-Za-z0-9_\-]{20,})"
+                                    + _E), 1, token_ok, _GITLAB),
     Rule("slack_token", re.compile(_B + r"(xox[abposre]-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok, ("xox",)),
     Rule("slack_token", re.compile(_B + r"(xapp-\d-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok, ("xapp-",)),
     Rule("slack_webhook",
@@ -153,6 +230,54 @@ TOKEN_RULES: list[Rule] = [
     Rule("vault_token", re.compile(_B + r"(hv[sb]\.[A-Za-z0-9_\-]{24,})" + _E), 1, token_ok, ("hvs.", "hvb.")),
     Rule("telegram_bot_token", re.compile(r"(?<![\d:])(\d{8,10}:)" + PH + r"(AA[A-Za-z0-9_\-]{32,})" + _E), 2, None,
      (":AA",)),
+    Rule("google_oauth_token", re.compile(_B + r"(ya29\.[A-Za-z0-9_\-.]{20,})" + _E), 1, token_ok, ("ya29.",)),
+    Rule("google_oauth_token", re.compile(r"(?<![A-Za-z0-9_/:])(1//0[A-Za-z0-9_\-]{30,})" + _E), 1, token_ok,
+         ("1//0",)),
+    Rule("atlassian_token", re.compile(_B + r"((?:ATATT|ATCTT|ATOAT)[A-Za-z0-9_\-=]{50,})" + _E), 1, token_ok,
+         ("ATATT", "ATCTT", "ATOAT")),
+    Rule("supabase_key", re.compile(r"(?<![A-Za-z0-9_])(sb_secret_[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok,
+         ("sb_secret_",)),
+    Rule("supabase_key", re.compile(r"(?<![A-Za-z0-9_])(sbp_[a-f0-9]{40})(?![A-Za-z0-9_])"), 1, token_ok, ("sbp_",)),
+    Rule("newrelic_key", re.compile(_B + r"(NR(?:AK|AA|II|IQ|RA|SP|AZ)-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok,
+         _NEW_RELIC),
+    Rule("age_secret_key", re.compile(r"(?<![A-Za-z0-9])(AGE-SECRET-KEY-1[0-9A-Z]{50,})(?![A-Za-z0-9])"), 1, age_ok,
+         ("AGE-SECRET-KEY-1",)),
+    Rule("age_secret_key", re.compile(r"(?<![A-Za-z0-9])(AGE-PLUGIN-[A-Z0-9]+-1[0-9A-Z]{20,})(?![A-Za-z0-9])"), 1,
+         age_ok, ("AGE-PLUGIN-",)),
+    Rule("databricks_token", re.compile(r"(?<![A-Za-z0-9_])((?:dapi|dose)[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9_])"), 1,
+         None, ("dapi", "dose")),
+    Rule("sentry_token", re.compile(_B + r"(sntry[su]_[A-Za-z0-9+/=_]{40,})" + _B64_END), 1, token_ok, ("sntry",)),
+    # Discord bot tokens: base64 of the bot's id, a timestamp, an HMAC (checked: the first part decodes to digits)
+    Rule("discord_token", re.compile(r"(?<![A-Za-z0-9_\-.])([MNO][A-Za-z0-9_\-]{22,27}\.[A-Za-z0-9_\-]{6}\."
+                                     r"[A-Za-z0-9_\-]{27,40})(?![A-Za-z0-9_\-.])"), 1, discord_ok, (".",)),
+    Rule("discord_webhook", re.compile(r"(discord(?:app)?\.com/api/webhooks/\d+/)" + PH + r"([A-Za-z0-9_\-]{40,})"), 2,
+         None, ("/api/webhooks/",)),
+    Rule("twitch_token", re.compile(r"(?<![A-Za-z0-9_])(oauth:)" + PH + r"([a-z0-9]{30})(?![A-Za-z0-9_])"), 2,
+         has_digit, ("oauth:",)),
+    # signed URLs: an Azure SAS signature, S3 and GCS presigned URLs (the signature is the credential)
+    Rule("signed_url", re.compile(r"([?&;]sig=)" + PH + r"([A-Za-z0-9%+/=]{20,})"), 2, None, ("sig=",)),
+    Rule("signed_url", re.compile(r"(X-(?:Amz|Goog)-Signature=)" + PH + r"([a-f0-9]{64,})"), 2, None,
+         ("-Signature=",)),
+    # a PuTTY key's private lines and MAC
+    Rule("private_key", re.compile(r"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n))" + PH
+                                   + r"([A-Za-z0-9+/=]+(?:(?:\r?\n|(?:\\r)?\\n)[A-Za-z0-9+/=]+(?=[\r\n\\]|$))*)"),
+         2, None, ("Private-Lines:",)),
+    Rule("private_key", re.compile(r"(Private-MAC:[ \t]*)" + PH + r"([0-9a-fA-F]{40,})"), 2, None, ("Private-MAC:",)),
+    # base64 of a PEM private key (kubeconfig client-key-data, a Secret's tls.key, an env var)
+    Rule("private_key", re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})(?![A-Za-z0-9+/=])"), 1,
+         b64_private_key_ok, ("LS0tLS1CRUdJTi",)),
+    Rule("private_key", re.compile(r"((?:client-key-data|tls\.key|ssh-privatekey)[\"']?[ \t]*:[ \t]*[\"']?)" + PH
+                                   + r"([A-Za-z0-9+/]{40,}={0,2})"), 2, None,
+         ("client-key-data", "tls.key", "ssh-privatekey")),
+    # registry credentials: a Docker config's "auth" (base64 user:secret), .dockerconfigjson, npm's _auth
+    Rule("registry_auth", re.compile(r"(\"auth\"[ \t]*:[ \t]*\")" + PH + r"([A-Za-z0-9+/]{8,}={0,2})\""), 2,
+         basic_pair_ok, ('"auth"',)),
+    Rule("registry_auth", re.compile(r"(\.dockerconfigjson[\"']?[ \t]*:[ \t]*[\"']?)" + PH
+                                     + r"([A-Za-z0-9+/]{20,}={0,2})"), 2, None, (".dockerconfigjson",)),
+    Rule("registry_auth", re.compile(r"(?<![A-Za-z0-9])(eyJhdXRocyI6[A-Za-z0-9+/]{20,}={0,2})(?![A-Za-z0-9+/=])"), 1,
+         None, ("eyJhdXRocyI6",)),
+    Rule("registry_auth", re.compile(r"((?<![A-Za-z0-9])_auth[ \t]*=[ \t]*[\"']?)" + PH + r"([A-Za-z0-9+/]{8,}={0,2})"),
+         2, basic_pair_ok, ("_auth",)),
     Rule("aws_access_key", re.compile(
         r"(?<![A-Za-z0-9])((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
      1, None, ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA")),
@@ -168,9 +293,30 @@ TOKEN_RULES: list[Rule] = [
     Rule("basic_auth", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*Basic\s+)" + PH
                               + r"([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I), 2, None,
      ("author",), fold=True),
+    # Authorization: Token / SSWS (Okta) / Bot / ApiKey / GenieKey ... (Bearer and Basic above)
+    Rule("auth_header", re.compile(r"(\bAuthorization\s*[:=]\s*[\"']?\s*(?:Token|SSWS|Bot|Key|ApiKey|Api-Key|GenieKey"
+                                   r"|Splunk|OAuth|Client-ID|DSN)\s+)" + PH
+                                   + r"([A-Za-z0-9\-._~+/%:]{12,}=*)(?![A-Za-z0-9\-._~+/%:=])", re.I), 2, bearer_ok,
+         ("author",), fold=True),
+    # a session cookie in a Cookie / Set-Cookie header or curl -b / --cookie
+    Rule("session_cookie", re.compile(r"((?:\b(?:set-)?cookie\s*:|(?<![\w-])(?:-b|--cookie)(?:\s+|=)[\"']?)[^\n\"']*?"
+                                      r"(?<![\w.\-])[\w.\-]*(?:sess|sid|auth|token|jwt|remember)[\w.\-]*=)" + PH
+                                      + r"([^;\s\"',]{16,})", re.I), 2, bearer_ok, ("cook", "-b"), fold=True),
 ]
 
-_SECRET_ENV = r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|APIKEY|API_KEY|KEY|AUTH|CREDENTIALS?)"
+_SECRET_ENV = (r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|AUTH|CREDENTIALS?|(?:API|SECRET|PRIVATE|ACCESS|MASTER"
+               r"|ENCRYPTION|SIGNING|SESSION|APP|CLIENT|LICENSE|ACCOUNT|WEBHOOK|SHARED|STORAGE|SERVICE|AUTH)_?KEY)")
+_ENV_VALUE = r")[ \t]*=[ \t]*([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"
+# the XML elements only a secret goes in
+_XML_SECRET = (r"pass(?:word|wd)?|pwd|secret|token|api[_\-]?key|access[_\-]?key|secret[_\-]?key|client[_\-]?secret"
+               r"|private[_\-]?key|auth[_\-]?token|access[_\-]?token|credentials?")
+_CLI_FLAG = (r"password|passwd|pass|passphrase|token|auth|auth-token|access-token|api-key|apikey|api-token"
+             r"|client-secret|secret-key|private-token")
+# what reads a secret on its standard input: --password-stdin, gh --with-token, sudo -S, chpasswd, a login command
+_STDIN_SINK = (r"(?:[^\n;&|]*?--(?:password|token|secret)-stdin\b|[^\n;&|]*?--with-token\b"
+               r"|(?:sudo\s+(?:-\w+\s+)*)?(?:chpasswd|kinit|passwd\s+--stdin)\b|sudo\s+(?:-\w+\s+)*?-\w*S\b"
+               r"|(?:docker|podman|nerdctl|helm|buildah|skopeo|oras|crane|regctl|gh|glab|heroku|vercel|netlify|flyctl"
+               r"|fly|npm|pnpm|yarn|cf|oc|argocd|vault|op|bw)\s+(?:[^\n;&|]*?\s)?login(?![\w.\-]))")
 
 CONTEXT_RULES: list[Rule] = [
     # curl -u user:PASS, curl --user user:PASS (also wget --password, httpie -a user:PASS)
@@ -184,22 +330,53 @@ CONTEXT_RULES: list[Rule] = [
                                 r"[^\n|;]*?\s(?:-p|--password)(?:\s+|=)" + PH + r"([^\s'\"]+)"), 1, not_placeholder,
      ("login",)),
     # .env and shell: DB_PASS=..., PGPASSWORD=..., MAILGUN_KEY=... (not *_PUBLIC_KEY, *_PUBLISHABLE_KEY)
-    Rule("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*" + _SECRET_ENV + r")[ \t]*=[ \t]*"
-                              r"([\"']?)" + PH + r"([^\s\"'`]+)\2(?![A-Za-z0-9_])"), 3, env_ok,
-     ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "AUTH", "CREDENTIAL")),
+    Rule("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*" + _SECRET_ENV + _ENV_VALUE), 3,
+         env_ok, ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "AUTH", "CREDENTIAL")),
+    # any other *_KEY (CACHE_KEY, SORT_KEY, GPG_KEY): a value that is a name or a key id is not a secret
+    Rule("env_secret", re.compile(r"(?<![A-Za-z0-9_])((?!\w*PUBLI)[A-Z][A-Z0-9_]*KEY" + _ENV_VALUE), 3, env_key_ok,
+         ("KEY",)),
     # prose and .netrc: "password is X", "password X"
-    Rule("password", re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)|pwd)(?:\s+(?:is|was))?\s+(['\"]?)" + PH
+    Rule("password", re.compile(r"(?i)\b(?:pass(?:word|wd|phrase)|pwd)(?:[ \t]+(?:is|was))?[ \t]+(['\"]?)" + PH
                             + r"([^\s'\"]{6,})\1"), 2, password_ok,
      ("password", "passwd", "passphrase", "pwd"), fold=True),
+    # <password>...</password>, <secret>, <apiKey> (Maven settings.xml, .NET and Java config)
+    Rule("xml_secret", re.compile(r"<(" + _XML_SECRET + r")>[ \t]*" + PH + r"([^<\s][^<\n]{3,255}?)[ \t]*</\1>", re.I),
+         2, not_placeholder, ("</",)),
+    # .pgpass: hostname:port:database:username:password
+    Rule("pgpass", re.compile(r"(?m)^([ \t]*(?:[A-Za-z0-9.\-]+|\*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:)" + PH
+                              + r"(\S+)[ \t]*\r?$"), 2, pgpass_ok, (":",)),
+    # sshpass -p PASS, redis-cli -a PASS, ldapsearch -w PASS, mongosh -p PASS, sqlcmd -P PASS
+    Rule("cli_password", re.compile(r"\bsshpass\s+(?:-[a-zA-Z]\S*\s+)*?-p[ \t]*(['\"]?)" + PH + r"([^\s'\"]+)\1"), 2,
+         flag_ok, ("sshpass",)),
+    Rule("cli_password", re.compile(r"\b(?:redis-cli|keydb-cli)\b[^\n|;]*?\s(?:-a|--pass)(?:\s+|=)(['\"]?)" + PH
+                                    + r"([^\s'\"]+)\1"), 2, flag_ok, ("-cli",)),
+    Rule("cli_password", re.compile(r"\bldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop|url)\b"
+                                    r"[^\n|;]*?\s-w\s+(['\"]?)" + PH + r"([^\s'\"]+)\1"), 2, flag_ok, ("ldap",)),
+    Rule("cli_password", re.compile(r"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|sqlcmd|bcp)\b"
+                                    r"[^\n|;]*?\s(?:-p|-P|--password)(?:\s+|=)(['\"]?)" + PH
+                                    + r"([^\s'\"-][^\s'\"]*)\1"), 2, flag_ok, ("mongo", "sqlcmd", "bcp")),
+    # openssl -passout pass:X / -passin pass:X
+    Rule("cli_password", re.compile(r"(?<![\w-])-(?:passout|passin|pass|passwd|password)\s+pass:(['\"]?)" + PH
+                                    + r"([^\s'\"]+)\1"), 2, flag_ok, ("pass:",)),
+    # --token X, --password=X, --auth-token X, --api-key X (not --password-stdin, --token-file)
+    Rule("cli_password", re.compile(r"(?<![\w-])--(?:" + _CLI_FLAG + r")(?:=|[ \t]+)(['\"]?)" + PH
+                                    + r"([^\s'\"-][^\s'\"]*)\1(?![\w-])", re.I), 2, flag_ok, ("--",)),
+    # a secret echoed into a login command: echo PASS | docker login --password-stdin; ... <<< PASS
+    Rule("cli_password", re.compile(r"\b(?:echo|printf)[ \t]+(?:-[neE]{1,3}[ \t]+)*(?:(['\"])%s(?:\\n)?\1[ \t]+)?"
+                                    r"(['\"]?)" + PH + r"([^\n|'\"]{3,200}?)\2[ \t]*\|[ \t]*(?=" + _STDIN_SINK + ")"),
+         3, stdin_ok, ("echo", "printf")),
+    Rule("cli_password", re.compile(r"(?:--(?:password|token|secret)-stdin|--with-token|\bchpasswd|\bkinit|\bsudo\s+"
+                                    r"(?:-\w+\s+)*?-\w*S)\b[^\n;&|]*?<<<[ \t]*(['\"]?)" + PH + r"([^\s'\"]{3,200})\1"),
+         2, stdin_ok, ("<<<",)),
 ]
 
 # scheme://user:password@host (the user may be empty: redis://:pw@host): keep the scheme, the user and the host.
 URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]{1,30}://[^\s:/@?#\[\]\"'<>]*:)" + PH
-                          + r"([^\s/@?#\"'<>]+)(@)")
+                          + r"([^\s/?#\"'<>]+)(@)(?=[^\s/?#\"'<>@]*(?:[\s/?#\"'<>]|$))")
 
 # Generic assignments: password=..., "api_key": "...", SECRET: ..., token = '...'.
 ASSIGN_KEYS = {
-    "password": r"pass(?:word|wd|phrase)|pwd",
+    "password": r"pass(?:word|wd|phrase)?|pwd|pw",
     "secret": r"(?:client_?)?secret(?:_?key)?",
     "api_key": r"api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key",
     "token": r"(?:access|auth|refresh|session|bearer|api)?[_\-]?token",
@@ -212,11 +389,11 @@ ASSIGN = re.compile(
     + r"|(?P<q>[\"']?)" + PH + r"(?P<v>[^\s\"'`,;]{6,}))",
     re.I,
 )
-ASSIGN_NEEDLES = ("pass", "pwd", "secret", "key", "token")  # in the casefolded text: every key holds one
+ASSIGN_NEEDLES = ("pass", "pw", "secret", "key", "token")  # in the casefolded text: every key holds one
 # And a key's last word right before its separator (in the casefolded text): the few texts that hold such a pair
 # are scanned, not every text that says "key" or "passed". The assignment pattern tries every word start with
 # up to six prefixes; this search is one cheap scan (a backfill spent a tenth of its keyword pass on the former).
-ASSIGN_GATE = re.compile(r"(?:word|wd|phrase|secret|key|token)[\"']?\s*[:=]")
+ASSIGN_GATE = re.compile(r"(?:word|wd|phrase|pass|pw|secret|key|token)[\"']?\s*[:=]")
 URL_NEEDLES = ("://",)
 ASSIGN_MIN = {"password": 6, "secret": 8, "api_key": 8, "token": 8}
 
