@@ -187,10 +187,8 @@ class Rule(NamedTuple):
     fold: bool = False
 
 
-_GITLAB = ("glpat-", "glrt-", "gldt-", "glptt-", "glcbt-", "glft-", "glimt-", "glagent-", "glsoat-", "gloas-",
-           "glffct-", "glrtr-")
-_NEW_RELIC = ("NRAK-", "NRAA-", "NRII-", "NRIQ-", "NRRA-", "NRSP-", "NRAZ-")
 _B64_END = r"(?![A-Za-z0-9+/=_\-])"
+_DISCORD_ID = ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT")  # base64 of the id's first digit, 1-9
 
 TOKEN_RULES: list[Rule] = [
     # Slack file-download URLs carry a token in the query string: keep the parameter, drop the token.
@@ -202,8 +200,9 @@ TOKEN_RULES: list[Rule] = [
      ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     Rule("github_token", re.compile(r"(?<![A-Za-z0-9_])(github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])"), 1, token_ok,
      ("github_pat_",)),
-    Rule("gitlab_token", re.compile(_B + r"(gl(?:pat|rt|dt|ptt|cbt|ft|imt|agent|soat|oas|ffct|rtr)-[A-Za-z0-9_\-]{20,})"
-                                    + _E), 1, token_ok, _GITLAB),
+    # (the literal first, then the look-behind: the scan looks for "gl" instead of trying every position)
+    Rule("gitlab_token", re.compile(r"(gl(?<![A-Za-z0-9_\-]..)(?:pat|rt|dt|ptt|cbt|ft|imt|agent|soat|oas|ffct|rtr)-"
+                                    r"[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok, ("gl",)),
     Rule("slack_token", re.compile(_B + r"(xox[abposre]-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok, ("xox",)),
     Rule("slack_token", re.compile(_B + r"(xapp-\d-[A-Za-z0-9\-]{10,})" + _E), 1, slack_ok, ("xapp-",)),
     Rule("slack_webhook",
@@ -238,8 +237,8 @@ TOKEN_RULES: list[Rule] = [
     Rule("supabase_key", re.compile(r"(?<![A-Za-z0-9_])(sb_secret_[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok,
          ("sb_secret_",)),
     Rule("supabase_key", re.compile(r"(?<![A-Za-z0-9_])(sbp_[a-f0-9]{40})(?![A-Za-z0-9_])"), 1, token_ok, ("sbp_",)),
-    Rule("newrelic_key", re.compile(_B + r"(NR(?:AK|AA|II|IQ|RA|SP|AZ)-[A-Za-z0-9_\-]{20,})" + _E), 1, token_ok,
-         _NEW_RELIC),
+    Rule("newrelic_key", re.compile(r"(NR(?<![A-Za-z0-9_\-]..)(?:AK|AA|II|IQ|RA|SP|AZ)-[A-Za-z0-9_\-]{20,})" + _E), 1,
+         token_ok, ("NR",)),
     Rule("age_secret_key", re.compile(r"(?<![A-Za-z0-9])(AGE-SECRET-KEY-1[0-9A-Z]{50,})(?![A-Za-z0-9])"), 1, age_ok,
          ("AGE-SECRET-KEY-1",)),
     Rule("age_secret_key", re.compile(r"(?<![A-Za-z0-9])(AGE-PLUGIN-[A-Z0-9]+-1[0-9A-Z]{20,})(?![A-Za-z0-9])"), 1,
@@ -248,8 +247,9 @@ TOKEN_RULES: list[Rule] = [
          None, ("dapi", "dose")),
     Rule("sentry_token", re.compile(_B + r"(sntry[su]_[A-Za-z0-9+/=_]{40,})" + _B64_END), 1, token_ok, ("sntry",)),
     # Discord bot tokens: base64 of the bot's id, a timestamp, an HMAC (checked: the first part decodes to digits)
-    Rule("discord_token", re.compile(r"(?<![A-Za-z0-9_\-.])([MNO][A-Za-z0-9_\-]{22,27}\.[A-Za-z0-9_\-]{6}\."
-                                     r"[A-Za-z0-9_\-]{27,40})(?![A-Za-z0-9_\-.])"), 1, discord_ok, (".",)),
+    Rule("discord_token", re.compile(r"((?:M[Tjz]|N[DTjz]|O[DT])(?<![A-Za-z0-9_\-.]..)[A-Za-z0-9_\-]{21,26}\."
+                                     r"[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})(?![A-Za-z0-9_\-.])"), 1, discord_ok,
+         _DISCORD_ID),
     Rule("discord_webhook", re.compile(r"(discord(?:app)?\.com/api/webhooks/\d+/)" + PH + r"([A-Za-z0-9_\-]{40,})"), 2,
          None, ("/api/webhooks/",)),
     Rule("twitch_token", re.compile(r"(?<![A-Za-z0-9_])(oauth:)" + PH + r"([a-z0-9]{30})(?![A-Za-z0-9_])"), 2,
@@ -299,9 +299,10 @@ TOKEN_RULES: list[Rule] = [
                                    + r"([A-Za-z0-9\-._~+/%:]{12,}=*)(?![A-Za-z0-9\-._~+/%:=])", re.I), 2, bearer_ok,
          ("author",), fold=True),
     # a session cookie in a Cookie / Set-Cookie header or curl -b / --cookie
-    Rule("session_cookie", re.compile(r"((?:\b(?:set-)?cookie\s*:|(?<![\w-])(?:-b|--cookie)(?:\s+|=)[\"']?)[^\n\"']*?"
-                                      r"(?<![\w.\-])[\w.\-]*(?:sess|sid|auth|token|jwt|remember)[\w.\-]*=)" + PH
-                                      + r"([^;\s\"',]{16,})", re.I), 2, bearer_ok, ("cook", "-b"), fold=True),
+    Rule("session_cookie", re.compile(r"((?:\b(?:set-)?cookie[ \t]*:[ \t]*|(?<![\w-])(?:-b|--cookie)(?: +|=)[\"']?)"
+                                      r"(?:[^;\n\"'=\s]+=[^;\n\"']*;[ \t]*)*?"  # the cookies before it, whole
+                                      r"[\w.\-]*(?:sess|sid|auth|token|jwt|remember)[\w.\-]*=)" + PH
+                                      + r"([^;\s\"',]{16,})", re.I), 2, bearer_ok, ("cook", "-b ", "-b="), fold=True),
 ]
 
 _SECRET_ENV = (r"(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|AUTH|CREDENTIALS?|(?:API|SECRET|PRIVATE|ACCESS|MASTER"
