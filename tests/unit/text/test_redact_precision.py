@@ -396,11 +396,23 @@ LOOKALIKE_FAMILIES: dict[str, list[str]] = {
         "app/models.py:42:17:E501:line too long",
         "https://github.com/acme/app/compare/3f786850e387550fdab836ed7e6dc881de23001b...da39a3ee5e6b4b0d3255bfef95601890afd80709",
         "Ed25519 fingerprint SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s",
+        "job f47ac10b-58cc-4372-a567-0e02b2c3d479 and run 9b2d5c1e-7f3a-4e8b-b6d0-2c4f8a1e3b7d",
+        "golang.org/x/net v0.17.0 h1:pVaXccu2ozPjCXewfr1S7xoKoMTcO+ON/GnuQ2dB1dI=",
+        "ghcr.io/acme/api@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "Commits 3f78685, da39a3e and e3b0c44 were reverted; resourceVersion: 184736512",
     ],
 }
 
+# Vendors' documented example keys have the real shape and are redacted: accepted (issue #41 section 7).
+DOCUMENTED_EXAMPLES = ["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]
+
 FAMILY_SECRETS = [(f, t, s) for f, rows in SECRET_FAMILIES.items() for t, s in rows]
 FAMILY_LOOKALIKES = [(f, t) for f, rows in LOOKALIKE_FAMILIES.items() for t in rows]
+
+
+def test_documented_example_keys_are_redacted() -> None:
+    assert redact(f"aws_access_key_id = {DOCUMENTED_EXAMPLES[0]}")[1] == {"aws_access_key": 1}
+    assert redact(f"aws_secret_access_key = {DOCUMENTED_EXAMPLES[1]}")[1] == {"aws_secret_key": 1}
 
 
 def test_the_families_are_large_enough() -> None:
