@@ -83,8 +83,8 @@ class Scanner:
         """Why ``path`` is not read when it is a link out of every watched folder to a regular file (blocking; a
         link to a device or a FIFO is refused for what it is). A code project's walk never yields a link
         (``RepoFilter``); every other mode refuses the same links."""
-        if source.mode == "projects" or not path.is_file():
-            return None
+        if source.mode == "projects" or not path.is_symlink() or not path.is_file():
+            return None  # (most files are no link: one lstat, no more)
         return link_refusal(path, source.root, self.sources.roots())
 
     def refuse(self, source: Source, path: Path, reason: str, detail: str) -> None:
