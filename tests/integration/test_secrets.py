@@ -244,11 +244,15 @@ def leaks(text: str) -> list[str]:
     return [s[:10] for s in H5_SECRETS if s in text]
 
 
+@pytest.mark.anyio
 @pytest.mark.timeout(300)
-def test_metadata_is_redacted_wherever_it_goes(daemon: Daemon, home: Path, tmp_path: Path) -> None:
+async def test_metadata_is_redacted_wherever_it_goes(daemon: Daemon, home: Path, tmp_path: Path) -> None:
     """The attack: secrets in session titles (custom-title, ai-title, last-prompt), the git branch, the working
-    directory, a delete reason and a forget reason; then look for them in search, the viewer's methods, exports
-    (Markdown file names included), the audit table, the forget list and every byte under the data dir."""
+    directory, a delete reason (given over MCP) and a forget reason; then look for them in search (over the socket
+    and MCP), the viewer's methods, exports (Markdown file names included), the audit table, the forget list and
+    every byte under the data dir."""
+    from tests.integration.test_mcp import shim, text_of
+
     titled_transcripts(home)
     daemon.start()
     keyword_idle(daemon, 120)
@@ -271,8 +275,12 @@ def test_metadata_is_redacted_wherever_it_goes(daemon: Daemon, home: Path, tmp_p
     assert timeline and not leaks(json.dumps(timeline))
 
     victim = next(p for p in stored if p["session_id"] == H5_SESSIONS[0])
-    daemon.call("delete", {"drawer_id": [victim["drawer_id"]], "reason": f"it shows the key {DELETE_KEY}",
-                           "actor": "user"})
+    async with shim(daemon.env, home, "claude-code") as (session, _init):
+        found = await session.call_tool("search", {"query": "release pipeline stalls at upload"})
+        assert not found.isError and "upload" in text_of(found) and not leaks(text_of(found)), text_of(found)
+        gone = await session.call_tool("delete", {"drawer_id": victim["drawer_id"],
+                                                  "reason": f"it shows the key {DELETE_KEY}"})
+        assert not gone.isError and not leaks(text_of(gone)), text_of(gone)
     daemon.call("forget", {"session": H5_SESSIONS[2], "reason": f"pasted {FORGET_TOKEN} by mistake",
                            "actor": "user"})
     shown = daemon.call("session_drawers", {"session_id": H5_SESSIONS[0], "include_deleted": True})
