@@ -24,6 +24,7 @@ from mempald.ingest.drawers import CONTEXT_CHARS, Drawer, SourceInfo
 from mempald.normalize.wings import normal_wing
 from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State
+from mempald.text.redact import scrub_meta
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS forgotten (
@@ -144,7 +145,8 @@ class ForgetList:
     def add(self, rules: Iterable[Rule]) -> int:
         """Record ``rules``; a rule already there keeps the later ``until`` and both rules' paths."""
         out = []
-        for new in rules:
+        for given in rules:
+            new = replace(given, actor=scrub_meta(given.actor), reason=scrub_meta(given.reason))  # as the audit's
             old = self._rules.get(new.key)
             out.append(new if old is None else replace(new, until=max(new.until, old.until),
                                                        paths=tuple(sorted({*old.paths, *new.paths}))))

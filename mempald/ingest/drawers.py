@@ -18,7 +18,7 @@ from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.text.chunking import split_tokens
 from mempald.text.classify import classify_memory, classify_room, importance
-from mempald.text.redact import redact, strip_private
+from mempald.text.redact import redact, scrub_meta, strip_private
 
 NAMESPACE = uuid.UUID("6f1c3a52-4d0e-5b8e-9a3f-6d656d70616c")
 # A lone UTF-16 surrogate (JavaScript tools cut strings inside an emoji; JSON keeps the half as "\ud83d") cannot
@@ -133,7 +133,9 @@ def build_drawers(
                 stats.add(counts)
         if not text.strip():
             continue
-        wing = normal_wing(src.wing) or wing_from_cwd(ex.project or ex.cwd, default=src.default_wing or src.kind)
+        # the folder as the store and the cursor keep it (scrubbed): the same wing whichever one it came from
+        wing = normal_wing(src.wing) or wing_from_cwd(scrub_meta(ex.project or ex.cwd or ""),
+                                                      default=src.default_wing or src.kind)
         prose = prose_of(text)
         room = src.room or classify_room(prose, src.room_keywords)
         mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)

@@ -144,4 +144,8 @@ class EventRouter:
                 self.scanner.project_allows, source, path):
             return
         if source.wants(path):  # not in an export folder (checked above): the file is its own unit
+            why = await anyio.to_thread.run_sync(self.scanner.link_refusal, source, path)
+            if why is not None:  # a link out of every watched folder: refused as the scan refuses it
+                self.scanner.refuse(source, path, *why)
+                return
             self.files.put(str(path), FRESH)

@@ -9,7 +9,9 @@ Only regular files are read: a FIFO would block a worker thread forever on ``ope
 never ends, and the files of ``/proc`` and ``/sys`` hold the machine's secrets (``/proc/self/environ``).
 ``refusal`` says why a file is not read (its ``stat``, links followed), ``check_file`` raises ``Refused`` for
 it, and ``open_regular`` opens without blocking and checks what it opened (no race with a rename in between).
-Files over ``ingest.max_file_bytes`` are refused by the callers that read whole files.
+Files over ``ingest.max_file_bytes`` are refused by the callers that read whole files. A link in a watched
+folder whose target lies outside every watched folder is not read either (``link_refusal``), in conversation
+folders as in code projects (whose walk never follows a link): watching the target reads it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import functools
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -36,6 +39,7 @@ BINARY_PROBE = 8192  # how much of a file's start is looked at for binary conten
 _MAGIC = ((b"SQLite format 3\x00", "a SQLite database"), (b"\x7fELF", "an executable"),
           (b"PK\x03\x04", "a zip archive"), (b"%PDF-", "a PDF document"), (b"\x89PNG\r\n", "a PNG image"),
           (b"\xff\xd8\xff", "a JPEG image"), (b"\x1f\x8b", "gzip-compressed data"), (b"GIF8", "a GIF image"))
+LINK_OUTSIDE = "link_outside"
 
 
 class Refused(OSError):
@@ -110,6 +114,23 @@ def check_text(path: Path, head: bytes) -> None:
     why = binary_content(head)
     if why is not None:
         raise Refused(path, BINARY, why)
+
+
+def link_refusal(path: Path, root: Path, watched: Iterable[Path] = ()) -> tuple[str, str] | None:
+    """(reason, detail) when ``path``, in the watched folder ``root``, is a symbolic link whose target lies outside
+    ``root`` and outside every folder of ``watched`` (issue #41 section 7: a ``.jsonl`` link in a conversation
+    folder to a file elsewhere was read, while a code project refuses the same link). None for anything else: not
+    a link, a link within the watched tree, a dangling link or a loop (refused when it is opened)."""
+    if not os.path.islink(path):
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    for base in (root, *watched):
+        if target == base or base in target.parents:
+            return None
+    return LINK_OUTSIDE, f"a link to {target}, outside the watched folder {root} (watch its target to read it)"
 
 
 def check_file(path: Path, max_bytes: int | None = None) -> os.stat_result:

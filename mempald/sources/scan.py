@@ -3,7 +3,8 @@ queue what changed (newest first) and forget files that are gone. Runs at start 
 ``ingest.reconcile_interval_s``; also the authority on which files of a code project are read (``.gitignore``).
 
 Files that may not be read (a FIFO, a device such as a link to ``/dev/zero``, a file of ``/proc``, one over
-``ingest.max_file_bytes``: ``mempald.sources.reader.refusal``) are never queued: each is counted per source
+``ingest.max_file_bytes``: ``mempald.sources.reader.refusal``; a link out of every watched folder:
+``link_refusal``) are never queued: each is counted per source
 and reason in ``refused`` (shown by ``status``) and logged once with its path and reason."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FileQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.ignore import RepoFilter
-from mempald.sources.reader import TOO_LARGE, refusal
+from mempald.sources.reader import TOO_LARGE, link_refusal, refusal
 from mempald.sources.registry import Source, folder_signature
 from mempald.state.db import State
 
@@ -78,6 +79,18 @@ class Scanner:
         except OSError:
             return False
 
+    def link_refusal(self, source: Source, path: Path) -> tuple[str, str] | None:
+        """Why ``path`` is not read when it is a link out of every watched folder to a regular file (blocking; a
+        link to a device or a FIFO is refused for what it is). A code project's walk never yields a link
+        (``RepoFilter``); every other mode refuses the same links."""
+        if source.mode == "projects" or not path.is_symlink() or not path.is_file():
+            return None  # (most files are no link: one lstat, no more)
+        return link_refusal(path, source.root, self.sources.roots())
+
+    def refuse(self, source: Source, path: Path, reason: str, detail: str) -> None:
+        """Count (in ``refused``, until the next scan) and log once a file named by an event that is not read."""
+        self._refuse(source, path, reason, detail, into=self.refused.setdefault(source.key, {}))
+
     def _refuse(self, source: Source, path: Path, reason: str, detail: str, into: dict[str, str]) -> None:
         into[str(path)] = reason
         key = (str(path), reason)
@@ -103,7 +116,7 @@ class Scanner:
                 except OSError:
                     continue
                 cur = cursors.get(str(path))
-                why = refusal(st, cap) if not stat.S_ISDIR(st.st_mode) else None
+                why = (refusal(st, cap) if not stat.S_ISDIR(st.st_mode) else None) or self.link_refusal(source, path)
                 if why is not None:
                     self._refuse(source, path, *why, into=refused)
                 elif stat.S_ISDIR(st.st_mode):  # a Slack export (the only folder unit): changed when any file is

@@ -11,12 +11,13 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mempald.errors import MempalError
 from mempald.normalize.model import CursorContext
+from mempald.text.redact import scrub_fields, scrub_meta
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cursors (
@@ -194,6 +195,8 @@ class State:
         return {r[0]: SourceFigures(int(r[1]), int(r[2]), int(r[3])) for r in rows}
 
     def put_cursor(self, c: Cursor) -> None:
+        ctx = c.context  # what a reader keeps of a session's title, folder and branch: scrubbed like the drawers'
+        ctx = replace(ctx, title=scrub_meta(ctx.title), cwd=scrub_meta(ctx.cwd), git_branch=scrub_meta(ctx.git_branch))
         with self.lock:
             self.conn.execute(
                 "INSERT INTO cursors (path, source, inode, size, mtime, offset, prefix_hash, context, exchanges,"
@@ -201,7 +204,7 @@ class State:
                 " inode=excluded.inode, size=excluded.size, mtime=excluded.mtime, offset=excluded.offset,"
                 " prefix_hash=excluded.prefix_hash, context=excluded.context, exchanges=excluded.exchanges,"
                 " updated_at=excluded.updated_at",
-                (c.path, c.source, c.inode, c.size, c.mtime, c.offset, c.prefix_hash, json.dumps(c.context.to_json()),
+                (c.path, c.source, c.inode, c.size, c.mtime, c.offset, c.prefix_hash, json.dumps(ctx.to_json()),
                  c.exchanges, time.time()),
             )
 
@@ -250,10 +253,12 @@ class State:
 
     # audit ---------------------------------------------------------------------------------------------
     def audit(self, actor: str, action: str, target: str, reason: str = "", **detail: Any) -> None:
+        """Record an action; its texts (a target, a reason, the details) are scrubbed first (issue #47 H5)."""
         with self.lock:
             self.conn.execute(
                 "INSERT INTO audit (at, actor, action, target, reason, detail) VALUES (?,?,?,?,?,?)",
-                (time.time(), actor, action, target, reason, json.dumps(detail)),
+                (time.time(), scrub_meta(actor), action, scrub_meta(target), scrub_meta(reason),
+                 json.dumps(scrub_fields(detail))),
             )
 
     def audit_log(self, limit: int = 100, *, since: float | None = None,

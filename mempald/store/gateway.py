@@ -9,14 +9,28 @@ figures until it moves); it is bumped by the write methods themselves, by name o
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
 from mempald.store.base import Fields, Filters, Hit, PointData, RankRequest, SparseVec, Store, StoredPoint
+from mempald.text.redact import scrub_fields
 
 T = TypeVar("T")
+
+# Every text written to the store passes here and is scrubbed (secrets redacted, <private> spans dropped): session
+# titles, git branches, working directories, wings, delete reasons... (issue #47 H5). Not these: the drawer's text
+# and context, redacted when the drawer is built as ``ingest.redact_secrets`` says, and the identifiers and paths
+# that other records and lookups hold as they are (a forget rule's session, a cursor's path, the file gate's paths).
+UNSCRUBBED = frozenset({"text", "context", "session_id", "exchange_key", "parent_exchange", "parent_id",
+                        "source_path", "source_key", "files", "content_hash", "timestamp", "filed_at", "deleted_at",
+                        "machine", "user"})
+
+
+def scrubbed(points: Sequence[PointData]) -> list[PointData]:
+    return [replace(p, payload=scrub_fields(p.payload, UNSCRUBBED)) for p in points]
 
 
 class StoreGateway:
@@ -42,7 +56,7 @@ class StoreGateway:
     # writes --------------------------------------------------------------------------------------------
     async def upsert(self, points: Sequence[PointData]) -> None:
         self.writes += 1
-        await self._run(self.store.upsert, points)
+        await self._run(lambda: self.store.upsert(scrubbed(points)))
 
     async def delete(self, filters: Filters) -> None:
         self.writes += 1
@@ -50,7 +64,7 @@ class StoreGateway:
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         self.writes += 1
-        await self._run(self.store.set_payload, ids, payload)
+        await self._run(lambda: self.store.set_payload(ids, scrub_fields(payload, UNSCRUBBED)))
 
     async def set_dense(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> None:
         await self._run(self.store.set_dense, vectors)  # adds vectors only: counts and facets stay

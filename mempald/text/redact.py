@@ -14,7 +14,10 @@ so ``redact(redact(t)[0])`` changes nothing and counts nothing. All patterns are
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Container, Mapping
+from typing import Any
 
 from mempald.text.redact_rules import (
     ASSIGN,
@@ -27,9 +30,8 @@ from mempald.text.redact_rules import (
     URL_NEEDLES,
     URL_PASSWORD,
     Rule,
-    assignment_ok,
-    is_placeholder,
 )
+from mempald.text.redact_values import assignment_ok, is_placeholder
 
 PLACEHOLDER = "[REDACTED:{}]"
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a lone UTF-16 half (cut emoji): not encodable, replaced
@@ -87,7 +89,10 @@ def _bump(counts: dict[str, int], kind: str) -> None:
 
 
 def _holds(text: str, needles: tuple[str, ...]) -> bool:
-    return not needles or any(n in text for n in needles)
+    for n in needles:  # a loop, not any() over a generator: twice as fast, and ~70 rules test their needles
+        if n in text:
+            return True
+    return not needles
 
 
 def _apply_rules(text: str, rules: list[Rule], counts: dict[str, int]) -> str:
@@ -217,3 +222,35 @@ def scrub(text: str) -> str:
     shown to the other agent, a knowledge-graph fact): ``<private>`` spans removed, secrets redacted, and a lone
     surrogate (half an emoji, cut by a JavaScript tool) replaced by U+FFFD so the text can be encoded."""
     return _SURROGATE.sub("\ufffd", redact(strip_private(text))[0])
+
+
+_META_CACHED = 1024  # texts up to this length are cached (a session's title, branch and folder repeat per drawer)
+
+
+@functools.lru_cache(maxsize=8192)
+def _scrub_cached(text: str) -> str:
+    return scrub(text)
+
+
+def scrub_meta(value: str) -> str:
+    """A text said about a drawer or kept in the state database (a session title, a git branch, a working
+    directory, a delete or forget reason, an audit target) as it may be stored: ``scrub``bed, whatever
+    ``ingest.redact_secrets`` says."""
+    return _scrub_cached(value) if len(value) <= _META_CACHED else scrub(value)
+
+
+def scrub_fields(fields: Mapping[str, Any], keep: Container[str] = ()) -> dict[str, Any]:
+    """``fields`` with every text in them (in lists and nested objects too) scrubbed, but those named in ``keep``."""
+    return {k: v if k in keep else _scrub_value(v) for k, v in fields.items()}
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub_meta(value)
+    if isinstance(value, list):
+        return [_scrub_value(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_scrub_value(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _scrub_value(v) for k, v in value.items()}
+    return value

@@ -5,6 +5,7 @@ redactions per source; a ``<private>...</private>`` span is never stored, whatev
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,110 @@ def test_secrets_never_stored_nor_passed_on(daemon: Daemon, home: Path) -> None:
         assert secret.encode() not in on_disk, f"{name} on disk"
     assert PARTNER_PRIVATE not in peek and PARTNER_PRIVATE not in drained
     assert PARTNER_PRIVATE.encode() not in on_disk
+
+
+# --- issue #47 H5: metadata (titles, branch, cwd, reasons) was never redacted --------------------------------
+
+TITLE_TOKEN = "ghp_" + "T1tL3xK9mP2vL7qR4tY8wZ3nB5c6D0eF1gH2jK"  # in a custom-title, as in the attack
+AI_TITLE_PASSWORD = "Ai7itlePassw0rd"  # an ai-title: "password is ..."
+PROMPT_KEY = "AKIA" + "Q7XK2M9PL4RT8VWZ"  # a last-prompt (the only title of its session)
+BRANCH_TOKEN = "glpat-" + "Br4nchXq7Lm2Np9Rt4Vw"  # a git branch named after the token it rotates
+CWD_TOKEN = "hf_" + "CwdQm3Xk9Lm2Np7Qr4St8Uv1Wx6Yz3Ab5Cd"  # a working directory holding a token
+DELETE_KEY = "sk_live_" + "51DeLeTe9xK2mP7vL4qR8tY3wZ"  # in a delete reason
+FORGET_TOKEN = "xoxb-" + "2718281828-3141592653589-ForgetReasonAbCdEfGh"  # in a forget reason
+H5_SECRETS = (TITLE_TOKEN, AI_TITLE_PASSWORD, PROMPT_KEY, BRANCH_TOKEN, CWD_TOKEN, DELETE_KEY, FORGET_TOKEN)
+H5_SESSIONS = ("5ec2e7a5-0000-4000-8000-0000000000c1", "5ec2e7a5-0000-4000-8000-0000000000c2",
+               "5ec2e7a5-0000-4000-8000-0000000000c3")
+
+
+def titled_transcripts(home: Path) -> Path:
+    """Three sessions titled by a custom-title, an ai-title and a last-prompt, each holding a secret; the first
+    runs in a folder and on a branch whose names hold tokens. The exchanges themselves hold none."""
+    cwd = f"/home/u/{CWD_TOKEN}/app"
+    proj = home / ".claude" / "projects" / "-home-u-meta"
+    proj.mkdir(parents=True)
+    titles = [{"type": "custom-title", "customTitle": f"prod token {TITLE_TOKEN}"},
+              {"type": "ai-title", "aiTitle": f"Deploy fails: password is {AI_TITLE_PASSWORD}"},
+              {"type": "last-prompt", "lastPrompt": f"why is {PROMPT_KEY} rejected by the bucket policy?"}]
+    for n, (sid, title) in enumerate(zip(H5_SESSIONS, titles, strict=True)):
+        with (proj / f"{sid}.jsonl").open("w") as fh:
+            for i in range(2):
+                ts = f"2026-11-01T09:{n}{i}:00.000Z"
+                u = json.loads(user_line(sid, cwd, f"Step {i}: the release pipeline stalls at upload ({n})",
+                                         f"m{n}-u{i}", ts))
+                a = json.loads(assistant_line(sid, cwd, f"Retry the upload stage with a longer timeout ({n}.{i}).",
+                                              f"m{n}-a{i}", f"m{n}-u{i}", ts))
+                for rec in (u, a):
+                    rec["gitBranch"] = f"rotate/{BRANCH_TOKEN}"
+                    fh.write(json.dumps(rec) + "\n")
+            fh.write(json.dumps({**title, "sessionId": sid}) + "\n")
+    return proj
+
+
+def leaks(text: str) -> list[str]:
+    return [s[:10] for s in H5_SECRETS if s in text]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(300)
+async def test_metadata_is_redacted_wherever_it_goes(daemon: Daemon, home: Path, tmp_path: Path) -> None:
+    """The attack: secrets in session titles (custom-title, ai-title, last-prompt), the git branch, the working
+    directory, a delete reason (given over MCP) and a forget reason; then look for them in search (over the socket
+    and MCP), the viewer's methods, exports (Markdown file names included), the audit table, the forget list and
+    every byte under the data dir."""
+    from tests.integration.test_mcp import shim, text_of
+
+    titled_transcripts(home)
+    daemon.start()
+    keyword_idle(daemon, 120)
+    daemon.wait_for(lambda: len(payloads(daemon)) == 6, timeout=60)
+    daemon.wait_for(lambda: all(p.get("title") for p in payloads(daemon)), timeout=30)
+    stored = payloads(daemon)
+    assert not leaks(json.dumps(stored))
+    titles = {p["session_id"]: p["title"] for p in stored}
+    assert titles[H5_SESSIONS[0]] == "prod token [REDACTED:github_token]"  # the rest of the title is kept
+    assert "[REDACTED:password]" in titles[H5_SESSIONS[1]] and "[REDACTED:aws_access_key]" in titles[H5_SESSIONS[2]]
+    assert {p["git_branch"] for p in stored} == {"rotate/[REDACTED:gitlab_token]"}
+    assert {p["cwd"] for p in stored} == {"/home/u/[REDACTED:huggingface_token]/app"}
+
+    hits = daemon.call("search", {"query": "release pipeline stalls at upload", "min_score": 0})["hits"]
+    assert hits and not leaks(json.dumps(hits))
+    for secret in H5_SECRETS:  # not keyword-findable either
+        assert not leaks(json.dumps(daemon.call("search", {"query": secret})["hits"]))
+    wings = [w["wing"] if isinstance(w, dict) else w for w in daemon.call("list_wings")["wings"]]
+    timeline = [daemon.call("wing_sessions", {"wing": w}) for w in wings]
+    assert timeline and not leaks(json.dumps(timeline))
+
+    victim = next(p for p in stored if p["session_id"] == H5_SESSIONS[0])
+    async with shim(daemon.env, home, "claude-code") as (session, _init):
+        found = await session.call_tool("search", {"query": "release pipeline stalls at upload"})
+        assert not found.isError and "upload" in text_of(found) and not leaks(text_of(found)), text_of(found)
+        gone = await session.call_tool("delete", {"drawer_id": victim["drawer_id"],
+                                                  "reason": f"it shows the key {DELETE_KEY}"})
+        assert not gone.isError and not leaks(text_of(gone)), text_of(gone)
+    daemon.call("forget", {"session": H5_SESSIONS[2], "reason": f"pasted {FORGET_TOKEN} by mistake",
+                           "actor": "user"})
+    shown = daemon.call("session_drawers", {"session_id": H5_SESSIONS[0], "include_deleted": True})
+    assert "[REDACTED:stripe_key]" in json.dumps(shown) and not leaks(json.dumps(shown))
+
+    notes = tmp_path / "notes"
+    md = daemon.call("export", {"output": str(notes), "format": "md"})
+    assert md["drawers"] >= 3
+    exported = tmp_path / "palace.jsonl"
+    daemon.call("export", {"output": str(exported), "include_deleted": True})
+    names = [p.relative_to(notes).as_posix() for p in notes.rglob("*")]
+    assert any("prod token" in n for n in names), names  # the title names the note, without the token
+    assert not leaks("\n".join(names))
+    assert not leaks("".join(p.read_text() for p in notes.rglob("*.md")) + exported.read_text())
+
+    daemon.stop()  # flushed: the WALs hold whatever was written
+    state = sqlite3.connect(f"file:{Path(daemon.env['MEMPAL_DATA_DIR']) / 'state.sqlite3'}?mode=ro", uri=True)
+    audit = state.execute("SELECT target, reason, detail FROM audit").fetchall()
+    rules = state.execute("SELECT reason FROM forgotten").fetchall()
+    cursors = state.execute("SELECT context FROM cursors").fetchall()
+    state.close()
+    assert any("[REDACTED:stripe_key]" in r[1] for r in audit) and any("[REDACTED:slack_token]" in r[1] for r in audit)
+    assert rules and all("[REDACTED:slack_token]" in r[0] for r in rules)
+    assert not leaks(json.dumps([audit, rules, cursors]))
+    on_disk = raw_bytes_under(Path(daemon.env["MEMPAL_DATA_DIR"]))
+    assert not [s[:10] for s in H5_SECRETS if s.encode() in on_disk]

@@ -19,7 +19,7 @@ import pytest
 from mempal.protocol import INVALID_PARAMS
 from tests.conftest import Daemon, mempal_cli
 from tests.integration.test_crash import keyword_idle
-from tests.integration.test_files_in_motion import _start_without_root_override, keys, write
+from tests.integration.test_files_in_motion import _start_without_root_override, keys, wait_keys, write
 
 ENV = {"MEMPAL_INGEST_DEBOUNCE_MS": "50"}
 SID = "a0722000-0000-4000-8000-000000000001"
@@ -247,3 +247,37 @@ def test_fifos_made_in_a_watched_folder_never_stop_its_other_files_being_read(da
                and '"component": "ingest"' in ln]
     assert len(skipped) == 3 and all('"fifo"' in ln for ln in skipped), skipped
     assert not [ln for ln in daemon.logs().splitlines() if '"ingest_failed"' in ln and "pipe-" in ln]
+
+
+@pytest.mark.timeout(300)
+def test_a_link_out_of_a_watched_folder_is_not_read_unless_its_target_is_watched(daemon: Daemon, home: Path,
+                                                                                tmp_path: Path) -> None:
+    """Issue #41 section 7: a ``.jsonl`` link in a watched conversation folder to a transcript elsewhere was
+    followed and stored, while a code project refuses the same link. Now both skip it and count it (``status``:
+    ``link_outside``), found by the scan at start and by the event of a link made while running (the reconcile
+    scan runs every 300 s: only the event can see that one); a link within the watched tree is read; once the
+    user watches the target, it is read."""
+    proj = home / ".claude" / "projects" / "-home-u-links"
+    elsewhere = tmp_path / "elsewhere"
+    other = "a0722000-0000-4000-8000-0000000000f2"
+    write(elsewhere / f"{other}.jsonl", other, range(2), tag="out")
+    write(proj / f"{SID}.jsonl", SID, range(1))
+    (proj / "linked.jsonl").symlink_to(elsewhere / f"{other}.jsonl")  # there at start: the scan
+    (proj / "alias.jsonl").symlink_to(proj / f"{SID}.jsonl")  # within the watched tree: read (the same drawers)
+    daemon.start(extra_env=ENV)
+    wait_keys(daemon, {"x-u0"})
+    (proj / "live.jsonl").symlink_to(elsewhere / f"{other}.jsonl")  # made while running: its event
+    write(proj / f"{SID}.jsonl", SID, range(1, 2))
+    wait_keys(daemon, {"x-u0", "x-u1"})
+    src = daemon.wait_for(lambda: next((s for s in daemon.call("status")["sources"] if s["path"] == str(proj.parent)
+                                        and len(s["refused_paths"]) == 2), None), timeout=30)
+    assert src["refused"] == {"link_outside": 2}, src
+    assert set(src["refused_paths"]) == {str(proj / "linked.jsonl"), str(proj / "live.jsonl")}
+    skipped = [ln for ln in daemon.logs().splitlines() if '"file_skipped"' in ln and "link_outside" in ln]
+    assert len(skipped) == 2 and str(elsewhere) in skipped[0], skipped
+    assert "Question out" not in json.dumps(daemon.call("search", {"query": "how does the out pipeline handle"}))
+
+    daemon.call("watch_add", {"path": str(elsewhere)})  # the user watches the target: it is read
+    wait_keys(daemon, {"x-u0", "x-u1", "out-u0", "out-u1"})
+    healthy(daemon)
+    print("RELIABILITY links_outside_refused=2 read_once_watched=2")

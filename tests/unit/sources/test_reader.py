@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mempald.sources.reader import prefix_hash, read_lines
+from mempald.sources.reader import LINK_OUTSIDE, link_refusal, prefix_hash, read_lines
 
 
 def test_partial_last_line_waits(tmp_path: Path) -> None:
@@ -55,3 +55,21 @@ def test_budget_stops_early(tmp_path: Path) -> None:
     r = read_lines(p, 0, None, None, budget=1 << 20, max_line=1 << 20)
     assert r.more and 0 < r.end < p.stat().st_size
     assert r.lines[-1].offset + len(r.lines[-1].raw) + 1 == r.end
+
+
+def test_link_refusal_refuses_only_links_out_of_every_watched_folder(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "watched", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    (root / "a.jsonl").write_text("{}\n")
+    (elsewhere / "b.jsonl").write_text("{}\n")
+    (root / "in.jsonl").symlink_to(root / "a.jsonl")
+    (root / "sub" / "up.jsonl").symlink_to("../a.jsonl")
+    (root / "out.jsonl").symlink_to(elsewhere / "b.jsonl")
+    (root / "dangling.jsonl").symlink_to(tmp_path / "nothing.jsonl")
+    assert link_refusal(root / "a.jsonl", root) is None  # not a link
+    assert link_refusal(root / "in.jsonl", root) is None and link_refusal(root / "sub" / "up.jsonl", root) is None
+    reason, detail = link_refusal(root / "out.jsonl", root) or ("", "")
+    assert reason == LINK_OUTSIDE and str(elsewhere / "b.jsonl") in detail and str(root) in detail
+    assert link_refusal(root / "out.jsonl", root, [elsewhere]) is None  # the user watches its target
+    assert link_refusal(root / "dangling.jsonl", root) is None  # refused when opened, as before

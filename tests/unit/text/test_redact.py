@@ -185,11 +185,12 @@ def _rules() -> list[tuple[str, re.Pattern[str], tuple[str, ...], bool]]:
 
 
 def _texts() -> list[str]:
-    from tests.unit.text.test_redact_precision import LOOKALIKES, SECRETS
+    from tests.unit.text.test_redact_precision import FAMILY_LOOKALIKES, FAMILY_SECRETS, LOOKALIKES, SECRETS
 
     more = ["xapp-1-A0123456789-0123456789012-abcdef0123", "shpat_" + "a1" * 16, "dop_v1_" + "0f" * 32,
             "hvs.CAESIJ0aBcDeFgHiJkLmNoPqRsTuVw", "https://u:pw@h/x", "1234567890:AA" + "b1" * 17]
-    return [t for t, _ in SECRETS] + list(LOOKALIKES) + [t for t, _, _ in SHAPES] + more
+    families = [t for _, t, _ in FAMILY_SECRETS] + [t for _, t in FAMILY_LOOKALIKES]
+    return [t for t, _ in SECRETS] + list(LOOKALIKES) + [t for t, _, _ in SHAPES] + more + families
 
 
 @pytest.mark.parametrize("kind,rx,needles,fold", _rules(), ids=lambda v: v if isinstance(v, str) else "")

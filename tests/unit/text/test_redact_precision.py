@@ -175,3 +175,261 @@ def test_look_alikes_are_kept() -> None:
 def test_each_look_alike(text: str) -> None:
     """Which look-alikes are redacted (at most 2 may be; see the test above). None is today."""
     assert redact(text) == (text, {})
+
+
+# --- issue #47 H4 and issue #41 section 7: further shapes, grown by family -------------------------------
+# Each family holds the shape the attack used and its siblings (other prefixes of the same vendor, the same
+# secret in another format or on another command line). None of the values is real.
+
+PPK = ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key-20261101\nPublic-Lines: 2\n"
+       "AAAAC3NzaC1lZDI1NTE5AAAAIJ8ZyC4kTq0lQmv1bW8sXo3p2N6fL9dR7eH5gA1cB0xY\nAAAAB3NzaC1lZDI1NTE5\n"
+       "Private-Lines: 1\nAAAAIKh53cecgpfnoFbsM9akH8xBBQk/oc74df/6ApZP2UuL19FL6QXN3Q4atFTCpNk9P\n"
+       "Private-MAC: 3a0c68741194f93fd6d3bce58919719a0fc8d530cb26e47bfcbd9c556fb8dbc8")
+KUBE_KEY = ("LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBvYgfX4PeJXXCXCVdpLpo0YGVWUgR2vu1dGHSh"
+            "+EmNj2+WTy7AW9RFXJYWmVaaDJfo5Q7E3aJ4XPuUPVS==")
+DOCKER_CFG = "eyJhdXRocyI6eyJnaGNyLmlvIjp7ImF1dGgiOiJ5Vi14IpPb+O7oy4iFzJw/4B6OIw5VDhbLx9x+Lt5V/zlE1nEObgPmgg5R/VqfX19"
+ATATT = ("ATATT3xFfGF0uEJOy-J6GRoCGCerF5kPBPmHuJUrvkxhwnKfPxl5JmMz-srFENG6dNyd3wI_y5bVFZwwwgBOZMIlMDf8NEL6wwM6LLgN"
+         "eiZ2sWXC04xGZPQpW3rl3FEaGdRYMzGigFwTSk-HJVAgH_DnNxYJzJuuOtJ9mKHtYCCwlLs7LenCAn=6FC980AB")
+SNTRYS = ("sntrys_eyJpYXQiOjE3NjI0NTA1MjYuODQ4NjM2LCJ1cmwiOiJodHRwczovL3NlbnRyeS5pbyIsInJlZ2lvbl91cmwiOiJodHRwczov"
+          "L3VzLnNlbnRyeS5pbyIsIm9yZyI6ImFjbWUifQ_j/zhcPyWbrYVDnFzXG7Y19evtyTSsgeqxwgbTAcrdRG")
+
+SECRET_FAMILIES: dict[str, list[tuple[str, str]]] = {
+    "google_oauth": [
+        ("gcloud auth print-access-token\nya29.a0AfB_byLnMpv2R-2EHOcW7wWfxxj_0hC7wYarjXaX-6VpZnl10nw-84lYP3zOYjq_Qn"
+         "G_lTdYkCAGNohKw_EZ8aZEVnRiunExksvvjlqYSp1LCSlOnezrQlO2T2430_",
+         "ya29.a0AfB_byLnMpv2R-2EHOcW7wWfxxj_0hC7wYarjXaX-6VpZnl10nw-84lYP3zOYjq_Qn"),
+        ("the service account token ya29.c.b0AaekcyPg2m4pmQ3hQx088pDzd-PsuLjgMfaGSyBVVrz5eMM1o21S-Gf_DIZhdYy1UlSR4ii8"
+         " expires in an hour", "ya29.c.b0AaekcyPg2m4pmQ3hQx088pDzd-PsuLjgMfaGSyBVVrz5eMM1o21S"),
+        ("refresh with 1//0gSancNgBaegX7ylJYSeiMNg470QlG1VmWWwLddyqCla2212qtW6HsjfEqjcrpqL1_dvsDptK9_6N05xb2__0RVMNYWe"
+         "Is7YmneV", "1//0gSancNgBaegX7ylJYSeiMNg470QlG1VmWWwLddyqCla2212qtW6"),
+        ("{'refresh_tok': '1//04RsaHSuf09PsIGQ0oAwDKF6RtUoswDPAFfUWw_vyZg8PjHmrAJXoGTpWVCLGPeAL5PosxHRJmLAeIBz--jWctn1"
+         "MC0ylBCl1NOV'}", "1//04RsaHSuf09PsIGQ0oAwDKF6RtUoswDPAFfUWw_vyZg8PjHmrAJXoG"),
+    ],
+    "gitlab": [
+        ("gitlab-runner register --token glrt-plO6BplR9ChONWHhjG6C --url https://gitlab.com",
+         "glrt-plO6BplR9ChONWHhjG6C"),
+        ("runner authentication token: glrt-t1__KO3FQAwyEfdHLzRRwPVxu-jeY7", "glrt-t1__KO3FQAwyEfdHLzRRwPVxu-jeY7"),
+        ("deploy token gldt-7SCsNgYOSFZO29rvsSn0 for the registry", "gldt-7SCsNgYOSFZO29rvsSn0"),
+        ("curl -X POST -F token=glptt-d28cae9575b7916f0b098d7ee124ce571ce30ef5 -F ref=main https://gitlab.com/api/v4",
+         "glptt-d28cae9575b7916f0b098d7ee124ce571ce30ef5"),
+    ],
+    "atlassian": [
+        (f"JIRA_API=me@acme.io:{ATATT}", ATATT[:60]),
+        ("curl -u me@acme.io:ATCTT3xFfGN01mlQHDrF-zevdODUDF_Vz2x7Ce07D2c2i_yYyaE-bL9ONWCgBB_4-ZZr1TbRnUXHtgBgHHwVVDrEnr"
+         "UgswXIitEP6HmSGbJI77tUrAcmgX-AuVhxE992h-DPCX6rvvzQaz5uL383cv2ZeghnA9yepc=A8F833BF https://acme.atlassian.net",
+         "ATCTT3xFfGN01mlQHDrF-zevdODUDF_Vz2x7Ce07D2c2i_yYyaE"),
+        (f"Atlassian token {ATATT[:120]} works", ATATT[:100]),
+    ],
+    "supabase": [
+        ("const supabase = createClient(url, 'sb_secret_bJ65xpHV7g_e2kAVzDsA-nLm_yetHsJ')",
+         "sb_secret_bJ65xpHV7g_e2kAVzDsA-nLm_yetHsJ"),
+        ("supabase login --token sbp_b4ab44dda5c03d523432605c32f035a448741c5d",
+         "sbp_b4ab44dda5c03d523432605c32f035a448741c5d"),
+    ],
+    "new_relic": [
+        ("newrelic profiles add --apiKey NRAK-ADV0FEVNQVHJ2YVMQR3P4L0YMCU --region us",
+         "NRAK-ADV0FEVNQVHJ2YVMQR3P4L0YMCU"),
+        ("insert key NRII-fEioJE94rmbQKfHVVUulGl97RXuLp52H", "NRII-fEioJE94rmbQKfHVVUulGl97RXuLp52H"),
+    ],
+    "age": [
+        ("# created: 2026-11-01T10:00:00Z\n"
+         "# public key: age180k42apxaa3pvjzs7cyx7hn6d9xne4hx9mhrkre3sdjdanuu5rf7qpmaus\n"
+         "AGE-SECRET-KEY-1KYMA4SCEZ6PXQS7Q5MW0KU0ZHK4V0ZG4XHCSXW4D786KJ0SKZ7NESW8DCL",
+         "AGE-SECRET-KEY-1KYMA4SCEZ6PXQS7Q5MW0KU0ZHK4V0ZG4XHCSXW4D786KJ0SKZ7NESW8DCL"),
+        ("SOPS_AGE_KEY=AGE-SECRET-KEY-1SFUQ29Y37MHZS75P0DKMTT7VGXGKEX3UQ86YHPSZGTLVLAQYTF4Z0RC8P9 sops -d secrets.yaml",
+         "AGE-SECRET-KEY-1SFUQ29Y37MHZS75P0DKMTT7VGXGKEX3UQ86YHPSZGTLVLAQYTF4Z0RC8P9"),
+        ("AGE-PLUGIN-YUBIKEY-1NRN0F39L4R866KNLGY8AAPMYJL", "AGE-PLUGIN-YUBIKEY-1NRN0F39L4R866KNLGY8AAPMYJL"),
+    ],
+    "databricks": [
+        ("databricks configure: host https://adb-1234.azuredatabricks.net, dapi771519df761861a84d337553ca808509",
+         "dapi771519df761861a84d337553ca808509"),
+        ('"pat": "dapi9dba796acb64b0e4bc222d455e26bc6f-2"', "dapi9dba796acb64b0e4bc222d455e26bc6f-2"),
+    ],
+    "sentry": [
+        (f"sentry-cli --auth-token {SNTRYS} releases new 1.2.0", SNTRYS[:80]),
+        ("user token 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",
+         "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"),
+    ],
+    "bot_tokens": [
+        ("client.run('MTE1NjQ3MDkxMjM0NTY3ODkwMQ.D-0fSM.F8FAl-WB-dPFyQCcYfQPS6exmAiGIWdmU1HTIs')",
+         "MTE1NjQ3MDkxMjM0NTY3ODkwMQ.D-0fSM.F8FAl-WB-dPFyQCcYfQPS6exmAiGIWdmU1HTIs"),
+        ("old bot token ODg5MTIzNDU2Nzg5MDEyMzQ1.X4aHK9.GXuzY07hL-mMUFkieqIO0lBKzRm", "GXuzY07hL-mMUFkieqIO0lBKzRm"),
+        ("Authorization: Bot MTE1NjQ3MDkxMjM0NTY3ODkwMQ.D-0fSM.F8FAl-WB-dPFyQCcYfQPS6exmAiGIWdmU2HTIs",
+         "F8FAl-WB-dPFyQCcYfQPS6exmAiGIWdmU2HTIs"),
+        ("curl -X POST https://discord.com/api/webhooks/348406982138522185/9xi-gziUe4ii9BuiviyBxBY8ZevygRlI740C_AHvXMwuN"
+         "dfyzk3CatF73lgvXKRMZ-lM -d '{}'", "9xi-gziUe4ii9BuiviyBxBY8ZevygRlI740C_AHvXMwuN"),
+        ("curl https://api.telegram.org/bot7123456789:AAH3kLm9Np2Qr7St4Uv8Wx1Yz6Ab3Cd0Ef5h/getMe",
+         "AAH3kLm9Np2Qr7St4Uv8Wx1Yz6Ab3Cd0Ef5h"),
+        ("TWITCH_IRC=oauth:st5hu7vv2mcab5639s1viegxnr5sxu", "st5hu7vv2mcab5639s1viegxnr5sxu"),
+    ],
+    "signed_urls": [
+        ("https://acme.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-01T00:00:00Z"
+         "&st=2026-11-01T00:00:00Z&spr=https&sig=nmn25l%2B27knExMtk1zQuL2yh0hA6UabmykRTRRQE%3D",
+         "nmn25l%2B27knExMtk1zQuL2yh0hA6UabmykRTRRQE%3D"),
+        ("BlobEndpoint=https://acme.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=bfqt&srt=sco&sp=rwdlacupiytfx"
+         "&se=2027-01-01T00:00:00Z&sig=Qm9n2Ls%2Fp8Xr4Tt7Vw1Yz3Ab5Cd0Ef9Gh2Ij7Kl4Mn%3D",
+         "Qm9n2Ls%2Fp8Xr4Tt7Vw1Yz3Ab5Cd0Ef9Gh2Ij7Kl4Mn%3D"),
+        ("https://acme.s3.amazonaws.com/r.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=3600&X-Amz-SignedHeaders=host"
+         "&X-Amz-Signature=317062dd674fe2592dc9546bb824279be5ed3514f9dedd785d33ac67c1425bbd",
+         "317062dd674fe2592dc9546bb824279be5ed3514f9dedd785d33ac67c1425bbd"),
+    ],
+    "key_files": [
+        (PPK, "AAAAIKh53cecgpfnoFbsM9akH8xBBQk/oc74df/6ApZP2UuL19FL6QXN3Q4atFTCpNk9P"),
+        (f"users:\n- name: admin\n  user:\n    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n"
+         f"    client-key-data: {KUBE_KEY}", KUBE_KEY),
+        (f"data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n  tls.key: {KUBE_KEY[:90]}", KUBE_KEY[:90]),
+    ],
+    "registry_auth": [
+        (f"kind: Secret\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {DOCKER_CFG}", DOCKER_CFG),
+        ('{"auths": {"ghcr.io": {"auth": "YWNtZS1ib3Q6Ums3dk4ycUx4OVR6NFdw"}}}',
+         "YWNtZS1ib3Q6Ums3dk4ycUx4OVR6NFdw"),
+        ("; ~/.npmrc\n_auth = ZGVwbG95OkhtM3hROHJUMnZMcDlaaw==\nemail = me@acme.io",
+         "ZGVwbG95OkhtM3hROHJUMnZMcDlaaw=="),
+        ("//npm.pkg.github.com/:_auth=dXNlcjpUUDNhR2hSZWZuME0=", "dXNlcjpUUDNhR2hSZWZuME0="),
+    ],
+    "auth_headers": [
+        ("curl -H 'Authorization: Token 63db52ac363985b98c0809d482adefa4b335a9c2' https://api.acme.io",
+         "63db52ac363985b98c0809d482adefa4b335a9c2"),
+        ('curl -H "Authorization: SSWS 00pErgjEGqqEoUPY0ZZzFZ0Hr0w_Dw4drcegyOwTZR" https://acme.okta.com/api/v1/users',
+         "00pErgjEGqqEoUPY0ZZzFZ0Hr0w_Dw4drcegyOwTZR"),
+        ("Authorization: token 9d4ee55d045f4db00e69589d5a3b76ee57803c1b", "9d4ee55d045f4db00e69589d5a3b76ee57803c1b"),
+        ("Cookie: theme=dark; session=pd89VtvYQxZAFa5AlPibjDm9WqSNbP29tdoKHjgWjpg; lang=en",
+         "pd89VtvYQxZAFa5AlPibjDm9WqSNbP29tdoKHjgWjpg"),
+        ("Set-Cookie: connect.sid=s%3AmNo59PA6QEvShoubkH7E9M3tKO3Hi7Uw.W4xdxP2GndbaoGtLRrRVWgR1Yb3mHDX; Path=/; "
+         "HttpOnly",
+         "mNo59PA6QEvShoubkH7E9M3tKO3Hi7Uw"),
+        ("curl -b 'sessionid=k2v9xq7wz3m8p1r6t4y0u5i2o8a3s7d1' https://app.acme.io/admin",
+         "k2v9xq7wz3m8p1r6t4y0u5i2o8a3s7d1"),
+    ],
+    "config_passwords": [
+        ("<server>\n  <id>nexus</id>\n  <username>deploy</username>\n  <password>kY1Lnjdzx^!T</password>\n</server>",
+         "kY1Lnjdzx^!T"),
+        ('<add key="ApiSecret" value="x"/><secret>TP3aGhRefn0M</secret>', "TP3aGhRefn0M"),
+        ('{"host": "db.internal", "user": "app", "pass": "6757OzPcOf%J"}', "6757OzPcOf%J"),
+        ("smtp:\n  user: mailer\n  pw: lmX88%GW5TjV", "lmX88%GW5TjV"),
+        ("db.internal:5432:app:app_user:ZIm5r8tTgL#!", "ZIm5r8tTgL#!"),
+        ("cat ~/.pgpass\n*:*:*:postgres:ur8eFYKIf5gJ", "ur8eFYKIf5gJ"),
+    ],
+    "password_flags": [
+        ("sshpass -p 'nucR66A5f03c' ssh deploy@10.0.0.7", "nucR66A5f03c"),
+        ("redis-cli -h cache.internal -a IDROu2MPSxf9 ping", "IDROu2MPSxf9"),
+        ("openssl pkcs12 -export -in c.pem -inkey k.pem -out c.p12 -passout pass:9Kj5uzHhS2", "9Kj5uzHhS2"),
+        ("openssl rsa -in enc.key -passin pass:SMwpAOrZuX2! -out dec.key", "SMwpAOrZuX2!"),
+        ("ldapsearch -x -D cn=admin,dc=acme,dc=io -w CNmuOo4HtHGm -b dc=acme,dc=io", "CNmuOo4HtHGm"),
+        ("vercel deploy --prod --token Xk9Lm2Np7Qr4St8Uv1Wx6Yz3", "Xk9Lm2Np7Qr4St8Uv1Wx6Yz3"),
+        ("netlify deploy --auth=Qm9n2LsPp8Xr4Tt7Vw1Yz3Ab5Cd0Ef9Gh", "Qm9n2LsPp8Xr4Tt7Vw1Yz3Ab5Cd0Ef9Gh"),
+        ("mongosh 'mongodb://db.internal/app' -u admin -p Mg0ngoAdm1n", "Mg0ngoAdm1n"),
+    ],
+    "stdin_secrets": [
+        ("echo 'hunter2Reg!' | docker login -u acme --password-stdin registry.acme.io", "hunter2Reg!"),
+        ('echo "Pa55-for-ghcr" | docker login ghcr.io -u acme --password-stdin', "Pa55-for-ghcr"),
+        ("printf '%s' 'Qz7rT2wLp9x' | helm registry login reg.acme.io -u acme --password-stdin", "Qz7rT2wLp9x"),
+        ("docker login -u acme --password-stdin reg.acme.io <<< 'W4xdxP2Gndb'", "W4xdxP2Gndb"),
+        ("echo -n Xt7vR2mK9pL | podman login -u acme --password-stdin quay.io", "Xt7vR2mK9pL"),
+        ("echo 'Sud0Pass2026' | sudo -S systemctl restart nginx", "Sud0Pass2026"),
+        ("echo 'deploy:Chp4sswd2026' | sudo chpasswd", "deploy:Chp4sswd2026"),
+    ],
+    "dsn": [
+        ("DATABASE_URL=postgres://app:p@ss2026w0rd@db.internal:5432/app", "ss2026w0rd"),
+        ("mysql://root:S3cr@t!9x@10.0.0.5:3306/shop", "t!9x"),
+        ("amqp://guest:R4bb@1tMq77@mq.internal:5672/", "1tMq77"),
+    ],
+}
+
+LOOKALIKE_FAMILIES: dict[str, list[str]] = {
+    "secret_names_without_values": [
+        "export OPENAI_API_KEY=\nexport ANTHROPIC_API_KEY=",
+        "S3_KEY=S3_BUCKET_KEY_V2",
+        "unset AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN",
+        "env | grep -E '^(AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY)='",
+        "CACHE_KEY=user_profile_v2",
+        "SORT_KEY=created_at_desc2",
+        "PARTITION_KEY=tenant_id",
+        "GPG_KEY=0x1A2B3C4D",
+        "required env: OPENAI_API_KEY, HF_TOKEN, SENTRY_AUTH_TOKEN",
+        "API_KEY_HEADER=X-Api-Key",
+    ],
+    "pwd_output": [
+        "$ pwd\n/home/dev2/projects/app",
+        "$ pwd\n/Users/me/src/mempal-2026",
+        "pwd && ls build42",
+        "Current directory (PWD): /srv/www/site3",
+    ],
+    "public_halves": [
+        "# public key: age180k42apxaa3pvjzs7cyx7hn6d9xne4hx9mhrkre3sdjdanuu5rf7qpmaus",
+        "NEXT_PUBLIC_SUPABASE_KEY=sb_publishable_djF2iTFTIyfNfwhNN3RgVGxuyd7DH19",
+        "    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lC",
+        "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lD",
+        "Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIJ8ZyC4kTq0lQmv1bW8sXo3p2N6fL9dR7eH5gA1cB0xY",
+        "SENTRY_DSN=https://9d4ee55d045f4db00e69589d5a3b76ee@o123456.ingest.sentry.io/4506",
+        "discord user id 348406982138522185 joined https://discord.gg/acme2026",
+        "chat_id=-1001234567890",
+    ],
+    "placeholders": [
+        "echo $REGISTRY_TOKEN | docker login ghcr.io -u acme --password-stdin",
+        "printf '%s' \"$CR_PAT\" | docker login ghcr.io -u acme --password-stdin",
+        "docker login -u acme --password-stdin < ~/.docker-pass",
+        "echo done | tee login.log",
+        "sshpass -e ssh deploy@host",
+        "sshpass -f ~/.ssh/pass.txt ssh deploy@host",
+        "redis-cli -a $REDIS_PASSWORD ping",
+        "openssl rsa -in enc.key -passin env:KEY_PASS -out dec.key",
+        "ldapsearch -x -W -D cn=admin,dc=acme,dc=io",
+        "vercel --token $VERCEL_TOKEN",
+        "Authorization: Token <your-api-token>",
+        "Authorization: SSWS ${OKTA_API_TOKEN}",
+        "Cookie: session=<session-cookie>",
+        "<password>${env.NEXUS_PASSWORD}</password>",
+        '{"pass": "changeme"}',
+        "hostname:port:database:username:password",
+        "docker build --secret id=npmrc,src=$HOME/.npmrc .",
+        "AGE-SECRET-KEY-1XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+        "postgres://user:pass@host:5432/db and mailto:me@acme.io",
+    ],
+    "hashes_and_ids": [
+        "bcrypt $2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW",
+        "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709",
+        "sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC",
+        "trace 4bf92f3577b34da6a3ce929d0e0e4736 span 00f067aa0ba902b7",
+        "ulid 01HF8Z3K5QX7M2N9P4R6T8V0WB",
+        "main.c:10:5: warning: unused variable 'x' [-Wunused-variable]",
+        "app/models.py:42:17:E501:line too long",
+        "https://github.com/acme/app/compare/3f786850e387550fdab836ed7e6dc881de23001b...da39a3ee5e6b4b0d3255bfef95601890afd80709",
+        "Ed25519 fingerprint SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s",
+        "job f47ac10b-58cc-4372-a567-0e02b2c3d479 and run 9b2d5c1e-7f3a-4e8b-b6d0-2c4f8a1e3b7d",
+        "golang.org/x/net v0.17.0 h1:pVaXccu2ozPjCXewfr1S7xoKoMTcO+ON/GnuQ2dB1dI=",
+        "ghcr.io/acme/api@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "Commits 3f78685, da39a3e and e3b0c44 were reverted; resourceVersion: 184736512",
+    ],
+}
+
+# Vendors' documented example keys have the real shape and are redacted: accepted (issue #41 section 7).
+DOCUMENTED_EXAMPLES = ["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]
+
+FAMILY_SECRETS = [(f, t, s) for f, rows in SECRET_FAMILIES.items() for t, s in rows]
+FAMILY_LOOKALIKES = [(f, t) for f, rows in LOOKALIKE_FAMILIES.items() for t in rows]
+
+
+def test_documented_example_keys_are_redacted() -> None:
+    assert redact(f"aws_access_key_id = {DOCUMENTED_EXAMPLES[0]}")[1] == {"aws_access_key": 1}
+    assert redact(f"aws_secret_access_key = {DOCUMENTED_EXAMPLES[1]}")[1] == {"aws_secret_key": 1}
+
+
+def test_the_families_are_large_enough() -> None:
+    assert len(FAMILY_SECRETS) >= 57 and len(FAMILY_LOOKALIKES) >= 45
+    assert all(len(rows) >= 2 for rows in SECRET_FAMILIES.values())
+
+
+@pytest.mark.parametrize(("family", "text", "secret"), FAMILY_SECRETS,
+                         ids=[f"{f}-{i}" for f, rows in SECRET_FAMILIES.items() for i in range(len(rows))])
+def test_every_family_secret_is_caught(family: str, text: str, secret: str) -> None:
+    out, counts = redact(text)
+    assert secret not in out, out
+    assert counts and "[REDACTED:" in out
+    assert redact(out) == (out, {})  # idempotent
+
+
+@pytest.mark.parametrize(("family", "text"), FAMILY_LOOKALIKES,
+                         ids=[f"{f}-{i}" for f, rows in LOOKALIKE_FAMILIES.items() for i in range(len(rows))])
+def test_every_family_look_alike_is_kept(family: str, text: str) -> None:
+    assert redact(text) == (text, {})
