@@ -740,7 +740,7 @@ class ClientMethods(ClientBase):
         Soft-deleted or unknown ids are listed as missing.
 
         drawer_id: the drawer id(s), at most 50
-        max_tokens: cut each drawer to this many model tokens (0: whole)
+        max_tokens: cut each drawer to this many (LLM) tokens (0: whole)
         """
         return self._invoke("get", {"drawer_id": drawer_id, "max_tokens": max_tokens})
 
@@ -760,7 +760,7 @@ class ClientMethods(ClientBase):
         drawer_id: the drawer to centre on
         before: exchanges before it
         after: exchanges after it
-        max_tokens: model tokens for the exchanges in all (the outline comes on top)
+        max_tokens: (LLM) tokens for the exchanges in all (the outline comes on top)
         outline: outline lines at most, centred on the drawer (0: none)
         """
         return self._invoke("timeline", {
@@ -788,7 +788,7 @@ class ClientMethods(ClientBase):
         path: the file (absolute, or relative to cwd)
         cwd: the project directory (default: the current one)
         session_id: the current session (its own exchanges are left out)
-        max_tokens: model tokens of context at most
+        max_tokens: (LLM) tokens of context at most
         limit: exchanges at most
         """
         return self._invoke("file_context", {
@@ -823,7 +823,7 @@ class ClientMethods(ClientBase):
     ) -> dict[str, Any]:
         """Forget every drawer of a transcript, a session or a wing (and room): soft-deleted, audited, and not stored
         again from a transcript still on disk. The answer counts them first. Only when the user asks to forget
-        something. Call it with dry_run "true" first and tell the user how many drawers (by wing and room) it would
+        something. Call it with dry_run true first and tell the user how many drawers (by wing and room) it would
         forget; forget for real only after they agree. Forgotten drawers are hidden at once and removed for good by
         purge.
 

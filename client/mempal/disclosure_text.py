@@ -1,6 +1,6 @@
 """The text of progressive-disclosure answers (index searches, ``get``, ``timeline``, ``file_context``) and of
-the token figures in ``status``, shared by the CLI and the MCP tools. Each answer's first line says how many model
-tokens it holds (``tokens`` in the daemon's answer: the text below that line)."""
+the token figures in ``status``, shared by the CLI and the MCP tools. Each answer's first line says how many
+(estimated LLM) tokens it holds (``tokens`` in the daemon's answer: the text below that line)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 - L0 identity: the file the user writes (``wakeup.identity_path``; ``mempal identity edit`` opens it).
 - L1 essential story of a wing: the decisions, preferences, outcomes and fixes of its exchanges, each stated by
   the sentence of the exchange that says it (``mempald.text.classify.key_sentence``), with its date and drawer,
-  chosen by importance, memory type and recency within a token budget (counted with the model's own tokenizer).
+  chosen by importance, memory type and recency within a token budget (estimated LLM tokens,
+  ``mempal.tokens``: what the agent reading it pays).
   Only exchanges typed decision, preference or milestone, or problem with a fix (``has_fix``), make lines;
   compaction summaries, injected context and first lines of prompts never do.
 - L2 room recall: the drawers of one room, newest and most important first.
@@ -21,6 +22,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal import tokens as llm
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.sources.catalog import SourceSet
@@ -190,12 +192,12 @@ class WakeUp:
         if packed is not None and fmt == "text":
             # A pack-mode wing's packed knowledge base is its essential story.
             text_pack = await anyio.to_thread.run_sync(packed.read_text)
-            body = await anyio.to_thread.run_sync(self.embedder.fit_tokens, text_pack, budget)
+            body = await anyio.to_thread.run_sync(llm.fit, text_pack, budget)
             story = Story(body, 0, ())
         else:
             drawers = await self.wing_drawers(wing)
             story = await anyio.to_thread.run_sync(
-                lambda: essential_story(wing, drawers, budget, self.embedder.count_tokens))
+                lambda: essential_story(wing, drawers, budget, llm.estimate))
             body = story.text
         if fmt == "aaak":
             from mempald.features import aaak
@@ -204,7 +206,7 @@ class WakeUp:
             doc = aaak.compress_many(texts, wing=wing, people=dict(settings.people))
             body = aaak.encode(doc)
         text = (f"## L0: identity\n{ident}\n\n" if ident else "") + body
-        tokens = await anyio.to_thread.run_sync(self.embedder.count_tokens, text)
+        tokens = await anyio.to_thread.run_sync(llm.estimate, text)
         return {"wing": wing, "text": text, "tokens": tokens, "drawers": list(story.drawers), "format": fmt}
 
     async def room(self, wing: str, room: str, limit: int) -> dict[str, Any]:
