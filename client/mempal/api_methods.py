@@ -57,8 +57,8 @@ class ClientMethods(ClientBase):
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: how many results (default: search.limit in config, 10)
-        format: full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, score, the full drawer's
-            token count), at most about 60 tokens each: fetch the ones you want with get
+        format: full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, relevance, the full
+            drawer's token count), at most about 60 tokens each: fetch the ones you want with get
         dense_weight: weight of the semantic list in the fusion, 0..1 (default from config)
         min_score: relevance floor, 0..1: hits whose calibrated relevance (an estimated probability that the hit
             bears on the query) is lower are not returned; 0 returns every hit (default: search.min_score in config)

@@ -15,8 +15,8 @@ def index(r: dict[str, Any]) -> str:
     hits = r.get("hits", [])
     if not hits:
         return f"No memories match {r.get('query', '')!r}. · 0 tokens"
-    head = _head(f"{len(hits)} hits for {r.get('query', '')!r} (id | date | wing/room | score | full size | title); "
-                 f"`get` the ones worth reading (all in full: {r.get('tokens_full')} tokens)", r.get("tokens"))
+    head = _head(f"{len(hits)} hits for {r.get('query', '')!r} (id | date | wing/room | relevance | full size | "
+                 f"title); `get` the ones worth reading (all in full: {r.get('tokens_full')} tokens)", r.get("tokens"))
     return "\n".join([head, *(str(h.get("line", "")) for h in hits)])
 
 

@@ -98,7 +98,9 @@ def search(result: Any, budget: int = DEFAULT_BUDGET) -> str:
             meta.append(str(h["timestamp"])[:19])
         if h.get("agent") or h.get("source_kind"):
             meta.append(str(h.get("agent") or h.get("source_kind")))
-        meta.append(f"score {float(h.get('score') or 0):.3f}")
+        rel = h.get("relevance")
+        meta.append(f"relevance {rel:.2f}" if isinstance(rel, (int, float)) else
+                    f"score {float(h.get('score') or 0):.3f}")
         full = str(h.get("text", "")).strip()
         text = full if len(full) <= HIT_CHARS else full[: HIT_CHARS - 1].rstrip() + "…"
         pos = h.get("position")

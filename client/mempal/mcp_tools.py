@@ -25,7 +25,7 @@ by them.
 2. VERIFY BEFORE ASSERTING: before you state a project fact (why something is as it is, what was decided, \
 what failed before), `search` for it.
 3. QUERY WHEN UNCERTAIN, INDEX FIRST: "why did we...", "last time we...", "what did we decide about..." -> \
-`search` with format "index": one line a hit (drawer id, title, wing/room, date, score, and how many tokens \
+`search` with format "index": one line a hit (drawer id, title, wing/room, date, relevance, and how many tokens \
 the full drawer holds), about 60 tokens each. Then `get` only the drawer ids worth their tokens, and \
 `timeline` one of them for what came before and after it in its session (with an outline of the session). \
 Every answer starts with how many tokens it holds. Write queries in English, with the specific names involved.

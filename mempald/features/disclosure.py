@@ -79,9 +79,11 @@ def cut_tokens(_embedder: Embedder | None, text: str, tokens: int) -> str:
 
 
 def index_line(embedder: Embedder, hit: Mapping[str, Any], full_tokens: int) -> tuple[str, str, int]:
-    """(line, title, its tokens): ``id | date | wing/room | score | N tok | title``, at most INDEX_TOKENS."""
+    """(line, title, its tokens): ``id | date | wing/room | relevance | N tok | title``, at most INDEX_TOKENS."""
+    rel = hit.get("relevance")  # the calibrated relevance (0..1) where the search gave one, else the score
+    shown = float(rel if isinstance(rel, (int, float)) else hit.get("score") or 0)
     head = (f"{hit.get('drawer_id')} | {date_of(hit)} | {hit.get('wing', '?')}/{hit.get('room', '?')} | "
-            f"{float(hit.get('score') or 0):.2f} | {full_tokens} tok | ")
+            f"{shown:.2f} | {full_tokens} tok | ")
     title = title_of(hit)
     room = INDEX_TOKENS - llm.estimate(head)
     cut = cut_tokens(embedder, title, room)
@@ -128,7 +130,8 @@ class Disclosure:
                 line, title, tokens = index_line(self.embedder, hit, n)
                 out.append({"drawer_id": hit.get("drawer_id"), "title": title, "wing": hit.get("wing"),
                             "room": hit.get("room"), "date": date_of(hit), "score": round(float(hit.get("score")
-                            or 0), 3), "tokens": n, "line": line, "line_tokens": tokens})
+                            or 0), 3), "relevance": hit.get("relevance"), "tokens": n, "line": line,
+                            "line_tokens": tokens})
             return out
 
         entries: list[dict[str, Any]] = await self._run(build)

@@ -351,7 +351,7 @@ async def test_every_answer_stays_within_the_budget_and_names_the_rest(daemon: D
     budget = 1500
     async with shim({**daemon.env, "MEMPAL_MCP_MAX_TOKENS": str(budget)}, tmp_path, "claude-code") as (session, _):
         full = text_of(await session.call_tool("search", {**query, "format": "full"}))
-        assert estimate(full) <= budget
+        assert estimate(full) <= budget and "· relevance 0." in full and "score " not in full
         shown = [line.split("[drawer ", 1)[1].split("]", 1)[0] for line in full.splitlines() if "[drawer " in line]
         assert 0 < len(shown) < len(every)
         head, tail = full.splitlines()[0], full.splitlines()[-1]

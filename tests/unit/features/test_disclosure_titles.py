@@ -18,6 +18,7 @@ def test_a_prompt_keeps_its_words_in_the_index_line() -> None:
     for prompt in ("! git status --short", "Do you have any idea why mix phx.server does not start here?"):
         line, title, tokens = index_line(None, hit(f"> {prompt}\nsome answer"), 1234)
         assert title == prompt and line.endswith(prompt) and tokens == estimate(line) <= INDEX_TOKENS
+        assert " | 0.81 | 1234 tok | " in line  # the calibrated relevance, not the fusion score 1.23
 
 
 def test_a_long_title_is_cut_within_the_line_budget() -> None:
