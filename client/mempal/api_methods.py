@@ -739,7 +739,7 @@ class ClientMethods(ClientBase):
         search(format="index") -> get -> timeline: fetch only the drawers the index showed are worth their tokens.
         Soft-deleted or unknown ids are listed as missing.
 
-        drawer_id: the drawer id(s), at most 50
+        drawer_id: the drawer id(s), at most 50 (or any unique start of one, 4+ characters)
         max_tokens: cut each drawer to this many (LLM) tokens (0: whole)
         """
         return self._invoke("get", {"drawer_id": drawer_id, "max_tokens": max_tokens})
@@ -757,7 +757,7 @@ class ClientMethods(ClientBase):
         3: what led to a decision and what came of it. The outline shows where in the session the drawer sits; ask
         again with another drawer id to move along.
 
-        drawer_id: the drawer to centre on
+        drawer_id: the drawer to centre on (or any unique start of its id)
         before: exchanges before it
         after: exchanges after it
         max_tokens: (LLM) tokens for the exchanges in all (the outline comes on top)

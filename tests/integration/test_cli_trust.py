@@ -95,6 +95,8 @@ def test_the_command_line_tells_the_truth(daemon: Daemon, home: Path, tmp_path: 
     assert both.returncode == 1 and "ambiguous" in both.stderr and all(t in both.stderr for t in TWINS)
     one = cli(daemon, "get", TWINS[1])
     assert one.returncode == 0 and "Twin note 1" in one.stdout
+    kept = cli(daemon, "delete", "abcd1234")  # what changes data takes whole ids only, and says so
+    assert kept.returncode == 1 and "finds its drawer with get; this takes whole ids" in kept.stderr
 
     # forget echoes the date as typed and counts in the singular
     preview = cli(daemon, "forget", "--wing", "osprey", "--before", "2099-01-01", "--dry-run")
@@ -139,3 +141,4 @@ def test_the_command_line_tells_the_truth(daemon: Daemon, home: Path, tmp_path: 
         assert body["command"] == args[0] and body["exit_code"] == out.returncode, out.stderr
         assert body["output"] or body["messages"]
     assert cli(daemon, "logs", "--follow", "--json").returncode == 2
+    assert "--json" in cli(daemon, "install-mcp", "--help").stdout

@@ -210,17 +210,17 @@ def _as_json(word: str, run: Callable[[], int]) -> int:
 def _run_local(word: str, module: str, argv: list[str]) -> int:
     import importlib
 
-    wrap = word in JSON_WRAPPED and "--json" in argv
-    if wrap:
-        argv = [a for a in argv if a != "--json"]
-        if word == "logs" and ("-f" in argv or "--follow" in argv):
-            raise UsageError("logs --json prints the last lines once: leave out --follow")
     parser = argparse.ArgumentParser(prog="mempal")
     sub = parser.add_subparsers(dest="command", required=True)
     importlib.import_module(module).register(sub)
+    if word in JSON_WRAPPED:
+        sub.choices[word].add_argument("--json", action="store_true", dest="wrap_json",
+                                       help="print {command, ok, exit_code, output, messages} as JSON")
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
-    if wrap:
+    if getattr(args, "wrap_json", False):
+        if getattr(args, "follow", False):
+            raise UsageError("logs --json prints the last lines once: leave out --follow")
         return _as_json(word, lambda: func(args))
     return func(args)
 

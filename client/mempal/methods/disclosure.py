@@ -11,7 +11,8 @@ METHODS: tuple[Method, ...] = (
     Method(
         "get", "Whole drawers by id (after an index search): text, metadata and each one's token count.",
         (
-            Param("drawer_id", "ids", "the drawer id(s), at most 50", required=True, aliases=("drawer_ids", "ids"),
+            Param("drawer_id", "ids", "the drawer id(s), at most 50 (or any unique start of one, 4+ characters)",
+                  required=True, aliases=("drawer_ids", "ids"), id_start=True,
                   cli=Cli(positional=True, nargs="+", metavar="DRAWER_ID")),
             Param("max_tokens", "int", "cut each drawer to this many (LLM) tokens (0: whole)", default=0, lo=0,
                   hi=100_000),
@@ -24,7 +25,8 @@ METHODS: tuple[Method, ...] = (
         "timeline", "The exchanges around a drawer in its session, and an outline of the session (one title per "
         "exchange).",
         (
-            Param("drawer_id", "id", "the drawer to centre on", required=True, cli=Cli(positional=True)),
+            Param("drawer_id", "id", "the drawer to centre on (or any unique start of its id)", required=True,
+                  id_start=True, cli=Cli(positional=True)),
             Param("before", "int", "exchanges before it", default=2, lo=0, hi=20),
             Param("after", "int", "exchanges after it", default=2, lo=0, hi=20),
             Param("max_tokens", "int", "(LLM) tokens for the exchanges in all (the outline comes on top)",

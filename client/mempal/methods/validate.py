@@ -122,10 +122,13 @@ def is_id_prefix(text: str) -> bool:
 
 def _id(p: Param, value: Any) -> str:
     text = _text(p.name, value, nul_ok=False, limit=64)
-    if not (_UUID.match(text) or is_id_prefix(text)):
+    if _UUID.match(text) or (p.id_start and is_id_prefix(text)):
+        return text.lower()
+    if p.id_start:
         raise ParamError(f"parameter {p.name!r}: {text!r} is not a drawer id (a UUID, or its first "
                          f"{ID_PREFIX_MIN} or more characters)")
-    return text.lower()
+    hint = " (the start of an id finds its drawer with get; this takes whole ids)" if is_id_prefix(text) else ""
+    raise ParamError(f"parameter {p.name!r}: {text!r} is not a drawer id (a UUID){hint}")
 
 
 def _path(p: Param, value: Any) -> str:
