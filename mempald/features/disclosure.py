@@ -5,7 +5,7 @@ Agents pay for every token a tool returns, so the pattern is index first (``sear
 hit, at most ``INDEX_TOKENS`` tokens, carrying the full drawer's token count), then ``get`` for the drawers
 worth reading, then ``timeline`` for what came before and after. ``tokens`` in an answer counts the text it
 carries for reading (hit texts, index lines, drawer texts, timeline exchanges and outline), in the unit an agent
-pays: estimated LLM tokens (``mempal.tokens``; the embedding model's word pieces undercount them by a third).
+pays: estimated LLM tokens (``mempal.tokens``), not the embedding model's word pieces (another unit).
 Index searches record in the ledger the tokens they held and what the full hits would have cost; ``get`` records
 what was fetched after.
 """
