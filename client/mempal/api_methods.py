@@ -57,8 +57,8 @@ class ClientMethods(ClientBase):
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: how many results (default: search.limit in config, 10)
-        format: full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, score, the full drawer's
-            token count), at most about 60 tokens each: fetch the ones you want with get
+        format: full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, relevance, the full
+            drawer's token count), at most about 60 tokens each: fetch the ones you want with get
         dense_weight: weight of the semantic list in the fusion, 0..1 (default from config)
         min_score: relevance floor, 0..1: hits whose calibrated relevance (an estimated probability that the hit
             bears on the query) is lower are not returned; 0 returns every hit (default: search.min_score in config)
@@ -769,8 +769,8 @@ class ClientMethods(ClientBase):
         search(format="index") -> get -> timeline: fetch only the drawers the index showed are worth their tokens.
         Soft-deleted or unknown ids are listed as missing.
 
-        drawer_id: the drawer id(s), at most 50
-        max_tokens: cut each drawer to this many model tokens (0: whole)
+        drawer_id: the drawer id(s), at most 50 (or any unique start of one, 4+ characters)
+        max_tokens: cut each drawer to this many (LLM) tokens (0: whole)
         """
         return self._invoke("get", {"drawer_id": drawer_id, "max_tokens": max_tokens})
 
@@ -787,10 +787,10 @@ class ClientMethods(ClientBase):
         3: what led to a decision and what came of it. The outline shows where in the session the drawer sits; ask
         again with another drawer id to move along.
 
-        drawer_id: the drawer to centre on
+        drawer_id: the drawer to centre on (or any unique start of its id)
         before: exchanges before it
         after: exchanges after it
-        max_tokens: model tokens for the exchanges in all (the outline comes on top)
+        max_tokens: (LLM) tokens for the exchanges in all (the outline comes on top)
         outline: outline lines at most, centred on the drawer (0: none)
         """
         return self._invoke("timeline", {
@@ -818,7 +818,7 @@ class ClientMethods(ClientBase):
         path: the file (absolute, or relative to cwd)
         cwd: the project directory (default: the current one)
         session_id: the current session (its own exchanges are left out)
-        max_tokens: model tokens of context at most
+        max_tokens: (LLM) tokens of context at most
         limit: exchanges at most
         """
         return self._invoke("file_context", {
@@ -853,7 +853,7 @@ class ClientMethods(ClientBase):
     ) -> dict[str, Any]:
         """Forget every drawer of a transcript, a session or a wing (and room): soft-deleted, audited, and not stored
         again from a transcript still on disk. The answer counts them first. Only when the user asks to forget
-        something. Call it with dry_run "true" first and tell the user how many drawers (by wing and room) it would
+        something. Call it with dry_run true first and tell the user how many drawers (by wing and room) it would
         forget; forget for real only after they agree. Forgotten drawers are hidden at once and removed for good by
         purge.
 

@@ -1,6 +1,6 @@
 """The text of progressive-disclosure answers (index searches, ``get``, ``timeline``, ``file_context``) and of
-the token figures in ``status``, shared by the CLI and the MCP tools. Each answer's first line says how many model
-tokens it holds (``tokens`` in the daemon's answer: the text below that line)."""
+the token figures in ``status``, shared by the CLI and the MCP tools. Each answer's first line says how many
+(estimated LLM) tokens it holds (``tokens`` in the daemon's answer: the text below that line)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def index(r: dict[str, Any]) -> str:
     hits = r.get("hits", [])
     if not hits:
         return f"No memories match {r.get('query', '')!r}. · 0 tokens"
-    head = _head(f"{len(hits)} hits for {r.get('query', '')!r} (id | date | wing/room | score | full size | title); "
-                 f"`get` the ones worth reading (all in full: {r.get('tokens_full')} tokens)", r.get("tokens"))
+    head = _head(f"{len(hits)} hits for {r.get('query', '')!r} (id | date | wing/room | relevance | full size | "
+                 f"title); `get` the ones worth reading (all in full: {r.get('tokens_full')} tokens)", r.get("tokens"))
     return "\n".join([head, *(str(h.get("line", "")) for h in hits)])
 
 

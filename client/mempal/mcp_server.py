@@ -17,6 +17,11 @@ anything of the daemon (it reads only the settings, for ``mcp.read_only``).
   author of ``ingest`` and ``delete``, and picks the partner for ``peek_partner``.
 - Tools whose daemon method is missing (an older daemon) are left out of ``tools/list`` when the daemon
   answers at listing time.
+- Every answer stays within a token budget (``mempal.mcp_render``: 20,000 estimated LLM tokens, under Claude
+  Code's 25,000 limit; ``mempal mcp --max-tokens N`` or ``MEMPAL_MCP_MAX_TOKENS`` lowers it) and says how to get
+  the rest (the ids to ``get``).
+- Flags are JSON booleans in the schemas; ``"true"`` / ``"false"`` strings are taken too (the daemon checks every
+  argument against the method table).
 - The daemon down: every tool answers ``isError`` with the one-line fix; the shim itself never crashes.
 
 The ``mcp`` SDK is imported only when the server starts, so ``mempal``'s other commands stay fast.
@@ -31,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mempal.connection import DaemonUnavailable, call
+from mempal.mcp_render import DEFAULT_BUDGET, MIN_BUDGET
 from mempal.mcp_tools import MEMORY_PROTOCOL, TOOLS, TOOLS_BY_NAME, ToolSpec, input_schema, instructions, offered
 from mempal.methods.spec import Method, Param
 from mempal.protocol import METHOD_NOT_FOUND, RpcError
@@ -118,7 +124,8 @@ def daemon_methods() -> set[str] | None:
     return None
 
 
-def run_tool(name: str, args: dict[str, Any], caller: Caller, read_only: bool = False) -> tuple[str, bool]:
+def run_tool(name: str, args: dict[str, Any], caller: Caller, read_only: bool = False,
+             budget: int = DEFAULT_BUDGET) -> tuple[str, bool]:
     """Run one tool (blocking): its text and whether it is an error. Never raises."""
     spec = TOOLS_BY_NAME.get(name)
     if spec is None:
@@ -128,7 +135,7 @@ def run_tool(name: str, args: dict[str, Any], caller: Caller, read_only: bool = 
     try:
         params = build_params(spec, args, caller)
         result = call(spec.method.name, params, timeout=max(CALL_TIMEOUT, spec.method.timeout))
-        return spec.render(result), False
+        return spec.render(result, budget), False
     except DaemonUnavailable as exc:
         return f"{exc}", True
     except RpcError as exc:
@@ -161,7 +168,21 @@ def read_only_setting() -> bool:
         return False
 
 
-def build_server(read_only: bool = False) -> Server[Any, Any]:
+def budget_setting(flag: int | None) -> int:
+    """The answers' token budget: ``--max-tokens``, else ``MEMPAL_MCP_MAX_TOKENS``, else the default; never more
+    than the default (hosts refuse larger answers) nor less than ``MIN_BUDGET``."""
+    value: int | None = flag
+    if value is None:
+        raw = os.environ.get("MEMPAL_MCP_MAX_TOKENS", "").strip()
+        try:
+            value = int(raw) if raw else None
+        except ValueError:
+            print(f"mempal mcp: MEMPAL_MCP_MAX_TOKENS={raw!r} is not a number; using {DEFAULT_BUDGET}",
+                  file=sys.stderr)
+    return DEFAULT_BUDGET if value is None else max(MIN_BUDGET, min(DEFAULT_BUDGET, value))
+
+
+def build_server(read_only: bool = False, budget: int = DEFAULT_BUDGET) -> Server[Any, Any]:
     import anyio.to_thread
     from mcp import types
     from mcp.server.lowlevel import Server
@@ -181,20 +202,23 @@ def build_server(read_only: bool = False) -> Server[Any, Any]:
         try:
             params = server.request_context.session.client_params
             caller = caller_from(params.clientInfo.name if params else None)
-            text, is_error = await anyio.to_thread.run_sync(run_tool, name, arguments or {}, caller, read_only)
+            text, is_error = await anyio.to_thread.run_sync(run_tool, name, arguments or {}, caller, read_only,
+                                                            budget)
         except Exception as exc:  # never let a tool call take the shim down
             text, is_error = f"mempal MCP shim: {type(exc).__name__}: {exc}", True
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=is_error)
 
     server.list_tools()(list_tools)  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
-    server.call_tool()(call_tool)
+    # the daemon checks every argument against the method table (and takes flags as booleans or "true" /
+    # "false"), so the SDK's own schema check would only refuse what the daemon accepts
+    server.call_tool(validate_input=False)(call_tool)
     return server
 
 
-async def serve(read_only: bool = False) -> None:
+async def serve(read_only: bool = False, budget: int = DEFAULT_BUDGET) -> None:
     from mcp.server.stdio import stdio_server
 
-    server = build_server(read_only)
+    server = build_server(read_only, budget)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
@@ -202,6 +226,9 @@ async def serve(read_only: bool = False) -> None:
 def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--read-only", action="store_true",
                    help="offer only the tools that change nothing (also: [mcp] read_only = true in config.toml)")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help=f"tokens an answer holds at most ({MIN_BUDGET}..{DEFAULT_BUDGET}, default {DEFAULT_BUDGET}; "
+                        "also MEMPAL_MCP_MAX_TOKENS); a longer search or get lists the ids of the rest")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,21 +236,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mempal-mcp", description="mempal's tools over MCP on stdin/stdout")
     _add_options(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    return _serve(args.read_only or read_only_setting())
+    return _serve(args.read_only or read_only_setting(), budget_setting(args.max_tokens))
 
 
-def _serve(read_only: bool) -> int:
+def _serve(read_only: bool, budget: int = DEFAULT_BUDGET) -> int:
     import anyio
 
     try:
-        anyio.run(serve, read_only)
+        anyio.run(serve, read_only, budget)
     except KeyboardInterrupt:
         return 130
     return 0
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    return _serve(args.read_only or read_only_setting())
+    return _serve(args.read_only or read_only_setting(), budget_setting(args.max_tokens))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

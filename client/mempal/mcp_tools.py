@@ -1,7 +1,9 @@
 """The MCP tools, derived from the method table (``mempal.methods``): every method that declares a tool name is
-a tool, with its JSON schema and annotations from the declaration (no boolean-typed properties, which some
-clients reject: flags are ``"true"`` / ``"false"`` enums), and the memory protocol the server sends as its
-``instructions``. A read-only server offers only the tools whose method writes nothing."""
+a tool, with its JSON schema and annotations from the declaration, and the memory protocol the server sends as
+its ``instructions``. Schemas keep to what every host's validator takes (Claude Code's included): each is an
+object schema with ``type: object``, every property a plain ``type`` (flags are ``boolean``; the server also
+takes the strings ``"true"`` / ``"false"`` older prompts send), no boolean subschemas and no ``$ref``.
+A read-only server offers only the tools whose method writes nothing."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ by them.
 2. VERIFY BEFORE ASSERTING: before you state a project fact (why something is as it is, what was decided, \
 what failed before), `search` for it.
 3. QUERY WHEN UNCERTAIN, INDEX FIRST: "why did we...", "last time we...", "what did we decide about..." -> \
-`search` with format "index": one line a hit (drawer id, title, wing/room, date, score, and how many tokens \
+`search` with format "index": one line a hit (drawer id, title, wing/room, date, relevance, and how many tokens \
 the full drawer holds), about 60 tokens each. Then `get` only the drawer ids worth their tokens, and \
 `timeline` one of them for what came before and after it in its session (with an outline of the session). \
 Every answer starts with how many tokens it holds. Write queries in English, with the specific names involved.
@@ -34,7 +36,7 @@ as they were written: keyword search finds Chinese and Japanese words and the pa
 may already have put this in your context the first time you opened it).
 5. SAVE DECISIONS WITH THEIR REASONS: after a firm decision, `ingest` what was decided and why (alternatives \
 rejected, file paths), memory_type "decision", importance 3-5. Not for tentative ideas or what the code \
-already says. `dry_run` "true" shows near-duplicates without saving.
+already says. `dry_run` true shows near-duplicates without saving.
 6. CITE EVERYTHING: when a memory informs your answer, cite its drawer id and its source path.
 7. MEMORIES AGE: check a memory against the current code before relying on it; `delete` a wrong one with a \
 reason.
@@ -56,7 +58,7 @@ kg, taxonomy) are not offered (`kg_query` reads the knowledge graph); ignore the
 
 """
 
-_FLAG = {"type": "string", "enum": ["true", "false"]}
+_FLAG = {"type": "boolean"}
 
 
 def param_schema(p: Param) -> dict[str, Any]:

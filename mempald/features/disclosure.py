@@ -1,12 +1,13 @@
 """Progressive disclosure: a compact index of search hits, whole drawers by id, and a drawer's place in its
-session; every answer says how many model tokens it holds.
+session; every answer says how many (LLM) tokens it holds.
 
 Agents pay for every token a tool returns, so the pattern is index first (``search(format="index")``: one line a
-hit, at most ``INDEX_TOKENS`` model tokens, carrying the full drawer's token count), then ``get`` for the drawers
+hit, at most ``INDEX_TOKENS`` tokens, carrying the full drawer's token count), then ``get`` for the drawers
 worth reading, then ``timeline`` for what came before and after. ``tokens`` in an answer counts the text it
-carries for reading (hit texts, index lines, drawer texts, timeline exchanges and outline), with the embedding
-model's tokenizer. Index searches record in the ledger the tokens they held and what the full hits would have
-cost; ``get`` records what was fetched after.
+carries for reading (hit texts, index lines, drawer texts, timeline exchanges and outline), in the unit an agent
+pays: estimated LLM tokens (``mempal.tokens``), not the embedding model's word pieces (another unit).
+Index searches record in the ledger the tokens they held and what the full hits would have cost; ``get`` records
+what was fetched after.
 """
 
 from __future__ import annotations
@@ -17,15 +18,19 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal import tokens as llm
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, NotFound
 from mempald.features.ledger import TokenLedger
 from mempald.features.viewer import SessionBrowser, drawer_record
+from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 
-INDEX_TOKENS = 60  # model tokens of one index line at most
+INDEX_TOKENS = 60  # tokens of one index line at most
 TITLE_CHARS = 120
 MAX_GET = 50
+ID_ZERO = "00000000-0000-0000-0000-000000000000"  # a drawer id's shape, its lowest value
+PREFIX_CANDIDATES = 10  # drawers an ambiguous id start lists
 NEIGHBOUR_TOKENS = 40  # what a timeline keeps of each neighbour at least, when the centre is long
 DRAWER_FIELDS = ("drawer_id", "wing", "room", "memory_type", "importance", "timestamp", "agent", "session_id",
                  "source_kind", "source_path", "position", "chunk_index", "chunk_count", "git_branch", "cwd",
@@ -33,14 +38,19 @@ DRAWER_FIELDS = ("drawer_id", "wing", "room", "memory_type", "importance", "time
 
 
 def title_of(payload: Mapping[str, Any]) -> str:
-    """One line for a drawer: the first line of the user's prompt (quoted with '> '), else of the text."""
+    """One line for a drawer: the first line of the user's prompt (quoted with '> '), else of the text; for a
+    drawer of tool calls only, the session's title, else what the tools did (``Edit src/app.py; Bash ...``)."""
     lines = [ln.strip() for ln in str(payload.get("text") or "").splitlines()]
     quoted = [ln[1:].strip() for ln in lines if ln.startswith(">")]
     for candidate in (*quoted, *lines):
         line = " ".join(candidate.split())
         if line and not line.startswith(("[tool:", "-> ")):
             return line[:TITLE_CHARS]
-    return " ".join(str(payload.get("title") or "").split())[:TITLE_CHARS] or "(no text)"
+    title = " ".join(str(payload.get("title") or "").split())
+    if title:
+        return title[:TITLE_CHARS]
+    tools = [" ".join(ln[len("[tool:"):].replace("]", "", 1).split()) for ln in lines if ln.startswith("[tool:")]
+    return "; ".join(t for t in tools if t)[:TITLE_CHARS] or "(no text)"
 
 
 def date_of(payload: Mapping[str, Any]) -> str:
@@ -53,35 +63,37 @@ def date_of(payload: Mapping[str, Any]) -> str:
     return "undated"
 
 
-def cut_tokens(embedder: Embedder, text: str, tokens: int) -> str:
-    """``text`` cut to at most ``tokens`` model tokens, the ellipsis that marks a cut included."""
+def cut_tokens(_embedder: Embedder | None, text: str, tokens: int) -> str:
+    """``text`` cut to at most ``tokens`` (estimated LLM) tokens, the ellipsis that marks a cut included."""
     if tokens <= 0:
         return ""
-    if embedder.count_tokens(text) <= tokens:
+    if llm.estimate(text) <= tokens:
         return text
     room = tokens - 1
     while room > 0:
-        cut = embedder.fit_tokens(text, room).rstrip() + "…"
-        if embedder.count_tokens(cut) <= tokens:
+        cut = llm.fit(text, room).rstrip() + "…"
+        if llm.estimate(cut) <= tokens:
             return cut
         room -= 1
     return ""
 
 
 def index_line(embedder: Embedder, hit: Mapping[str, Any], full_tokens: int) -> tuple[str, str, int]:
-    """(line, title, its tokens): ``id | date | wing/room | score | N tok | title``, at most INDEX_TOKENS."""
+    """(line, title, its tokens): ``id | date | wing/room | relevance | N tok | title``, at most INDEX_TOKENS."""
+    rel = hit.get("relevance")  # the calibrated relevance (0..1) where the search gave one, else the score
+    shown = float(rel if isinstance(rel, (int, float)) else hit.get("score") or 0)
     head = (f"{hit.get('drawer_id')} | {date_of(hit)} | {hit.get('wing', '?')}/{hit.get('room', '?')} | "
-            f"{float(hit.get('score') or 0):.2f} | {full_tokens} tok | ")
+            f"{shown:.2f} | {full_tokens} tok | ")
     title = title_of(hit)
-    room = INDEX_TOKENS - embedder.count_tokens(head)
+    room = INDEX_TOKENS - llm.estimate(head)
     cut = cut_tokens(embedder, title, room)
     line = head + cut
-    tokens = embedder.count_tokens(line)
+    tokens = llm.estimate(line)
     while tokens > INDEX_TOKENS and cut:
         room -= tokens - INDEX_TOKENS
         cut = cut_tokens(embedder, title, room)
         line = head + cut
-        tokens = embedder.count_tokens(line)
+        tokens = llm.estimate(line)
     return line, cut, tokens
 
 
@@ -99,7 +111,7 @@ class Disclosure:
     async def count(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        counts: list[int] = await self._run(self.embedder.count_tokens_batch, list(texts))
+        counts: list[int] = await self._run(lambda: [llm.estimate(t) for t in texts])
         return counts
 
     async def search_answer(self, result: dict[str, Any], fmt: str) -> dict[str, Any]:
@@ -118,7 +130,8 @@ class Disclosure:
                 line, title, tokens = index_line(self.embedder, hit, n)
                 out.append({"drawer_id": hit.get("drawer_id"), "title": title, "wing": hit.get("wing"),
                             "room": hit.get("room"), "date": date_of(hit), "score": round(float(hit.get("score")
-                            or 0), 3), "tokens": n, "line": line, "line_tokens": tokens})
+                            or 0), 3), "relevance": hit.get("relevance"), "tokens": n, "line": line,
+                            "line_tokens": tokens})
             return out
 
         entries: list[dict[str, Any]] = await self._run(build)
@@ -131,8 +144,23 @@ class Disclosure:
         await self.ledger.add("saved", sum(full) - held)
         return result
 
+    async def resolve(self, drawer_id: str) -> str:
+        """The drawer id that ``drawer_id`` starts (the 8 characters ``wake-up`` and ``recall`` print, or any
+        unique start): the store lists points in id order, so the few from the prefix padded with zeros show
+        every id it starts. A full id, or a start no drawer has, comes back as it is (then reported missing);
+        a start several drawers have is refused with the candidates."""
+        if len(drawer_id) >= len(ID_ZERO):
+            return drawer_id
+        start = drawer_id + ID_ZERO[len(drawer_id):]
+        page, _ = await self.store.scroll(Filters(include_deleted=True), PREFIX_CANDIDATES + 1, start)
+        found = [pt.id for pt in page if pt.id.startswith(drawer_id)]
+        if len(found) > 1:
+            shown = ", ".join(found[:PREFIX_CANDIDATES]) + (", ..." if len(found) > PREFIX_CANDIDATES else "")
+            raise InvalidInput(f"drawer id {drawer_id!r} is ambiguous: it is the start of {shown}; give more of it")
+        return found[0] if found else drawer_id
+
     async def get(self, ids: Sequence[str], max_tokens: int) -> dict[str, Any]:
-        wanted = list(dict.fromkeys(ids))
+        wanted = list(dict.fromkeys([await self.resolve(i) for i in ids]))
         if len(wanted) > MAX_GET:
             raise InvalidInput(f"get takes at most {MAX_GET} drawer ids at a time, got {len(wanted)}")
         points = {pt.id: pt for pt in await self.store.retrieve(wanted)}
@@ -152,6 +180,7 @@ class Disclosure:
     async def timeline(self, drawer_id: str, before: int, after: int, max_tokens: int,
                        outline: int) -> dict[str, Any]:
         half = outline // 2
+        drawer_id = await self.resolve(drawer_id)
         window = await self.sessions.session_drawers(drawer_id, None, 0, max(before, half), max(after, half),
                                                      False)
         anchor = window["anchor"]
@@ -169,7 +198,7 @@ class Disclosure:
             others = [p for p in near if p != pos]
             floor = min(NEIGHBOUR_TOKENS, max_tokens // (2 * len(others))) if others else 0
             centre = cut_tokens(self.embedder, texts.get(pos, ""), max_tokens - floor * len(others))
-            left = max_tokens - self.embedder.count_tokens(centre)
+            left = max_tokens - llm.estimate(centre)
             each = left // len(others) if others else 0
             rows = []
             for p in near:
@@ -178,7 +207,7 @@ class Disclosure:
                 rows.append({"position": p, "drawer_id": first["drawer_id"], "timestamp": first.get("timestamp", ""),
                              "title": title_of(first), "current": p == pos, "text": text,
                              "drawer_ids": [d["drawer_id"] for d in exchanges[p]],
-                             "tokens": self.embedder.count_tokens(text)})
+                             "tokens": llm.estimate(text)})
             order = sorted(exchanges)
             start = max(0, order.index(pos) - half)
             lines = []
@@ -186,8 +215,7 @@ class Disclosure:
                 first = exchanges[p][0]
                 lines.append({"position": p, "drawer_id": first["drawer_id"], "date": date_of(first),
                               "title": title_of(first), "current": p == pos})
-            outline_tokens = sum(self.embedder.count_tokens_batch([f"{o['position']} {o['date']} {o['title']}"
-                                                                   for o in lines])) if lines else 0
+            outline_tokens = sum(llm.estimate(f"{o['position']} {o['date']} {o['title']}") for o in lines)
             return rows, lines, outline_tokens
 
         rows, lines, outline_tokens = await self._run(fit)

@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal import tokens as llm
 from mempald.embed.embedder import Embedder
 from mempald.features import staleness
 from mempald.features.disclosure import cut_tokens, date_of, title_of
@@ -133,7 +134,7 @@ class FileGate:
         def compose() -> tuple[str, int, int]:
             head = (f"mempal: what memory holds about {shown} ({len(best)} earlier exchange(s) touched it; the most "
                     "important and recent first, each with its drawer id; the file may have changed since):")
-            left = max_tokens - self.embedder.count_tokens(head)
+            left = max_tokens - llm.estimate(head)
             each = max(30, left // len(chosen))
             parts = [head]
             for pt in chosen:
@@ -144,14 +145,14 @@ class FileGate:
                         f"{title_of(p)}\n  " + excerpt_of(str(p.get("text") or ""), name).replace("\n", "\n  "))
                 parts.append(cut_tokens(self.embedder, line, each))
             text = "\n".join(parts)
-            tokens = self.embedder.count_tokens(text)
+            tokens = llm.estimate(text)
             while tokens > max_tokens and len(parts) > 2:
                 parts.pop()
                 text = "\n".join(parts)
-                tokens = self.embedder.count_tokens(text)
+                tokens = llm.estimate(text)
             if tokens > max_tokens:
                 text = cut_tokens(self.embedder, text, max_tokens)
-                tokens = self.embedder.count_tokens(text)
+                tokens = llm.estimate(text)
             return text, tokens, len(parts) - 1
 
         text, tokens, kept = await anyio.to_thread.run_sync(compose)

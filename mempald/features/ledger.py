@@ -1,6 +1,6 @@
 """Token accounting: what the hooks injected and what index-first searches saved, per day (for ``status``).
 
-Figures are model tokens (the embedding model's tokenizer: the count every response states), kept as counters in
+Figures are estimated LLM tokens (``mempal.tokens``: the count every response states), kept as counters in
 the state database (source ``tokens``, name ``<YYYY-MM-DD>:<what>``, the daemon's local date), so they survive
 restarts. ``what`` is ``injected:<hook event>``, ``index`` (tokens the index answers held), ``saved`` (the full
 drawers' tokens minus the index's, per index search) or ``get`` (tokens fetched with ``get`` afterwards: the net
@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal import tokens as llm
 from mempald.state.db import State
 
 SOURCE = "tokens"
@@ -57,6 +58,6 @@ class TokenLedger:
                 totals[what] += value
         shown = dict(sorted(per_day.items(), reverse=True)[:days])
         figures = {"today": today(), "days": shown, "totals": totals,
-                   "unit": "model tokens (the embedding model's tokenizer)"}
+                   "unit": llm.UNIT}
         self._cache = (time.monotonic(), figures)
         return figures

@@ -5,10 +5,10 @@
   pending tasks, current work and next step of its latest compaction summary, or the last prompt of its latest
   session), then the decisions, preferences, outcomes and fixes of its exchanges, each stated by the sentence of the
   exchange that says it (``mempald.text.classify.key_sentence``), with its date and drawer, chosen by importance,
-  memory type and recency, and the problems still without a fix; all within a token budget (counted with the
-  model's own tokenizer). Only exchanges typed decision, preference or milestone, or problem with a fix
-  (``has_fix``), make story lines; compaction summaries, injected context and first lines of prompts never do. A
-  project with no memory yet says so and names the projects that have some.
+  memory type and recency, and the problems still without a fix; all within a token budget (estimated LLM tokens,
+  ``mempal.tokens``: what the agent reading it pays). Only exchanges typed decision, preference or milestone, or
+  problem with a fix (``has_fix``), make story lines; compaction summaries, injected context and first lines of
+  prompts never do. A project with no memory yet says so and names the projects that have some.
 - L2 room recall: the drawers of one room, newest and most important first.
 - L3 deep search: ``search``.
 """
@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal import tokens as llm
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.features.viewer import SessionBrowser
@@ -357,18 +358,18 @@ class WakeUp:
             body = no_memory(wing, wings, {w: str(x[0].get("timestamp") or "")[:10] for w, x in last.items() if x},
                              explicit)
             text = (f"## L0: identity\n{ident}\n\n" if ident else "") + body
-            tokens = await anyio.to_thread.run_sync(self.embedder.count_tokens, text)
+            tokens = await anyio.to_thread.run_sync(llm.estimate, text)
             return {"wing": wing, "text": text, "tokens": tokens, "drawers": [], "format": fmt, "known": False}
         if packed is not None and fmt == "text":
             # A pack-mode wing's packed knowledge base is its essential story.
             text_pack = await anyio.to_thread.run_sync(packed.read_text)
-            body = await anyio.to_thread.run_sync(self.embedder.fit_tokens, text_pack, budget)
+            body = await anyio.to_thread.run_sync(llm.fit, text_pack, budget)
             story = Story(body, 0, ())
         else:
             drawers = await self.wing_drawers(wing)
             lead = await self.lead(wing) if fmt == "text" else []
             story = await anyio.to_thread.run_sync(
-                lambda: essential_story(wing, drawers, budget, self.embedder.count_tokens, before=lead))
+                lambda: essential_story(wing, drawers, budget, llm.estimate, before=lead))
             body = story.text
         if fmt == "aaak":
             from mempald.features import aaak
@@ -377,7 +378,7 @@ class WakeUp:
             doc = aaak.compress_many(texts, wing=wing, people=dict(settings.people))
             body = aaak.encode(doc)
         text = (f"## L0: identity\n{ident}\n\n" if ident else "") + body
-        tokens = await anyio.to_thread.run_sync(self.embedder.count_tokens, text)
+        tokens = await anyio.to_thread.run_sync(llm.estimate, text)
         return {"wing": wing, "text": text, "tokens": tokens, "drawers": list(story.drawers), "format": fmt,
                 "known": True}
 

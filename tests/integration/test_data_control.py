@@ -132,7 +132,7 @@ def test_a_forgotten_session_stays_forgotten_until_reingested(daemon: Daemon, ho
     # Counts first; without --yes (and no terminal to ask on) nothing changes.
     asked = mempal(daemon, "forget", "--session", S1)
     assert asked.returncode == 1, asked.stderr
-    assert "5 drawers in 1 sessions" in asked.stderr and "--yes" in asked.stderr
+    assert "5 drawers in 1 session from" in asked.stderr and "--yes" in asked.stderr
     dry = json.loads(mempal(daemon, "forget", "--session", S1, "--dry-run", "--json").stdout)
     assert dry["drawers"] == 5 and dry["dry_run"] and dry["wings"] == {"alpha": 5}
     assert ids(daemon, session_id=S1) == before

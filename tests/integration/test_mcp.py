@@ -18,9 +18,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
+from mempal.mcp_render import DEFAULT_BUDGET
 from mempal.mcp_server import MEMORY_PROTOCOL, TOOLS
 from mempal.mcp_tools import TOOLS_BY_NAME
 from mempal.paths import socket_path
+from mempal.tokens import estimate
 from mempald.features.cowork import claude_dir_name
 from tests.conftest import FORMATS, REPO, Daemon
 from tests.integration.test_skeleton import assistant_line, user_line
@@ -61,18 +63,42 @@ def text_of(res: types.CallToolResult) -> str:
     return "\n".join(c.text for c in res.content if isinstance(c, types.TextContent))
 
 
-def booleans_in(schema: Any) -> list[str]:
-    found: list[str] = []
-    if isinstance(schema, dict):
-        t = schema.get("type")
-        if t == "boolean" or (isinstance(t, list) and "boolean" in t):
-            found.append(json.dumps(schema))
-        for v in schema.values():
-            found += booleans_in(v)
-    elif isinstance(schema, list):
-        for v in schema:
-            found += booleans_in(v)
-    return found
+PLAIN_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+SUBSCHEMA_KEYS = ("items", "anyOf", "oneOf", "allOf", "not", "additionalItems", "contains")
+
+
+def host_schema_problems(schema: Any, where: str = "inputSchema") -> list[str]:
+    """What a host's tool-schema validator refuses (Claude Code rejects a server's whole tool list for one bad
+    schema): the top is an object schema with ``type: object`` and ``properties``; no subschema is a boolean
+    (``true`` / ``false``) and none uses ``$ref`` / ``$defs``; every ``type`` is one plain type name; an enum's
+    values are of that type."""
+    problems: list[str] = []
+    if where == "inputSchema" and (not isinstance(schema, dict) or schema.get("type") != "object"
+                                   or not isinstance(schema.get("properties"), dict)):
+        return [f"{where}: not an object schema with type object and properties"]
+    if isinstance(schema, bool):
+        return [f"{where}: a boolean schema"]
+    if not isinstance(schema, dict):
+        return [f"{where}: not a schema"]
+    for key in ("$ref", "$defs", "definitions"):
+        if key in schema:
+            problems.append(f"{where}: uses {key}")
+    t = schema.get("type")
+    if t is not None and (not isinstance(t, str) or t not in PLAIN_TYPES):
+        problems.append(f"{where}: type {t!r} is not one plain type")
+    kind = {"string": str, "integer": int, "number": (int, float), "boolean": bool}.get(str(t))
+    for value in schema.get("enum", []):
+        if kind is not None and not isinstance(value, kind):
+            problems.append(f"{where}: enum value {value!r} is not a {t}")
+    for name, sub in (schema.get("properties") or {}).items():
+        problems += host_schema_problems(sub, f"{where}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        problems += host_schema_problems(schema["additionalProperties"], f"{where}.additionalProperties")
+    for key in SUBSCHEMA_KEYS:
+        sub = schema.get(key)
+        for i, one in enumerate(sub if isinstance(sub, list) else [sub] if sub is not None else []):
+            problems += host_schema_problems(one, f"{where}.{key}[{i}]")
+    return problems
 
 
 @pytest.mark.timeout(300)
@@ -105,7 +131,7 @@ async def test_shim_against_a_real_daemon(daemon: Daemon, home: Path, tmp_path: 
                 "tunnels", "peek_partner", "cowork_push", "fact_check"} <= set(tools)
         for tool in tools.values():
             assert tool.description and len(tool.description) > 30, tool.name
-            assert booleans_in(tool.inputSchema) == [], tool.name
+            assert host_schema_problems(tool.inputSchema) == [], tool.name
 
         status = await session.call_tool("status", {})
         assert not status.isError and '"drawers"' in text_of(status)
@@ -279,3 +305,91 @@ async def test_every_tool_is_annotated_and_read_only_mode_offers_only_readers(ho
             assert {t.name for t in (await session.list_tools()).tools} == readers
             refused = await session.call_tool("ingest", {"text": "x"})
             assert refused.isError and "read-only" in text_of(refused)
+
+
+def test_the_tool_list_is_what_host_validators_take_and_flags_are_booleans() -> None:
+    for tool in TOOLS:
+        assert host_schema_problems(tool.schema) == [], tool.name
+        for p in tool.method.params:
+            if p.mcp and p.kind == "bool":
+                assert tool.schema["properties"][p.name]["type"] == "boolean", (tool.name, p.name)
+    # the checker does catch what a host refuses
+    assert host_schema_problems({"type": "object", "properties": {"x": True}}) == ["inputSchema.x: a boolean schema"]
+    assert host_schema_problems({"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}})
+    assert host_schema_problems({"type": "object", "properties": {"x": {"type": ["string", "null"]}}})
+    assert host_schema_problems({"properties": {}})
+
+
+def test_tools_that_remove_data_are_annotated_destructive() -> None:
+    for name in ("cowork_drain", "taxonomy", "delete", "forget"):
+        ann = TOOLS_BY_NAME[name].annotations()
+        assert ann["readOnlyHint"] is False and ann["destructiveHint"] is True, name
+
+
+SYLLABLES = ("ka", "lo", "mi", "ten", "ru", "sa", "vel", "dor", "pi", "zan", "mor", "qu", "bel", "tis", "nor", "gar")
+WORDS = [a + b for a in SYLLABLES for b in SYLLABLES]
+
+
+def long_memory(i: int) -> str:
+    """A long memory of its own words (search drops near-duplicates of a hit, so each must differ)."""
+    import random
+
+    words = random.Random(i).sample(WORDS, 180)
+    return f"Decision {i} about the kestrel ingest worker: " + " ".join(words) + "."
+
+
+@pytest.mark.timeout(420)
+async def test_every_answer_stays_within_the_budget_and_names_the_rest(daemon: Daemon, tmp_path: Path) -> None:
+    daemon.start()
+    for i in range(16):
+        daemon.call("ingest", {"text": long_memory(i), "wing": "kestrel", "room": "decisions",
+                               "memory_type": "decision", "agent": "user"})
+    daemon.wait_for(lambda: len(daemon.call("search", {"query": "kestrel ingest worker batches parquet",
+                                                       "limit": 200, "min_score": 0})["hits"]) >= 16, 120)
+    query = {"query": "kestrel ingest worker batches parquet", "limit": 200, "min_score": 0}
+    every = [h["drawer_id"] for h in daemon.call("search", query)["hits"]]
+    budget = 1500
+    async with shim({**daemon.env, "MEMPAL_MCP_MAX_TOKENS": str(budget)}, tmp_path, "claude-code") as (session, _):
+        full = text_of(await session.call_tool("search", {**query, "format": "full"}))
+        assert estimate(full) <= budget and "· relevance 0." in full and "score " not in full
+        shown = [line.split("[drawer ", 1)[1].split("]", 1)[0] for line in full.splitlines() if "[drawer " in line]
+        assert 0 < len(shown) < len(every)
+        head, tail = full.splitlines()[0], full.splitlines()[-1]
+        assert head.startswith(f"{len(every)} hits, {len(shown)} shown · about ")
+        assert tail.startswith(f"{len(every) - len(shown)} more hits not shown (the answer's budget is {budget} "
+                               "tokens): `get` them by id: ")
+        listed = tail.split(": ", 2)[2].split(" (and ")[0].split(", ")
+        more = int(tail.split(" (and ")[1].split()[0]) if " (and " in tail else 0
+        assert not set(shown) & set(listed) and set(shown + listed) <= set(every)  # ties may swap places
+        assert len(shown) + len(listed) + more == len(every)
+
+        got = text_of(await session.call_tool("get", {"drawer_id": listed[:12]}))  # the ids it named are real
+        assert estimate(got) <= budget and f"[drawer {listed[0]}]" in got
+        if "more drawers not shown" in got:
+            assert got.splitlines()[-1].split(": ", 2)[2].split(", ")[0] in listed
+
+        index = text_of(await session.call_tool("search", {**query, "format": "index"}))
+        lines = index.splitlines()
+        assert estimate(index) <= budget and f"(showing {len(lines) - 2} of {len(every)})" in lines[0]
+        assert lines[-1].startswith(f"{len(every) - len(lines) + 2} more hits not shown")
+
+    # the default budget: under Claude Code's 25,000-token limit, for the largest legal search
+    async with shim(dict(daemon.env), tmp_path, "claude-code") as (session, _):
+        full = text_of(await session.call_tool("search", {**query, "format": "full"}))
+        assert estimate(full) <= DEFAULT_BUDGET < 25_000 and "more hits not shown" not in full
+
+
+@pytest.mark.timeout(300)
+async def test_flags_take_json_booleans_and_the_old_strings(daemon: Daemon, tmp_path: Path) -> None:
+    daemon.start()
+    text = "Decision: the osprey cache keeps entries for ten minutes because the upstream rate limit is low."
+    async with shim(dict(daemon.env), tmp_path, "claude-code") as (session, _):
+        for flag in (True, "true"):
+            res = await session.call_tool("ingest", {"text": text, "wing": "osprey", "dry_run": flag})
+            assert not res.isError, text_of(res)
+            assert json.loads(text_of(res))["dry_run"] is True
+        assert daemon.call("search", {"query": "osprey cache ten minutes", "min_score": 0})["hits"] == []
+        saved = await session.call_tool("ingest", {"text": text, "wing": "osprey", "dry_run": False})
+        assert not saved.isError and json.loads(text_of(saved))["drawer_ids"]
+        wrong = await session.call_tool("ingest", {"text": text, "dry_run": "perhaps"})
+        assert wrong.isError and "dry_run" in text_of(wrong) and "true or false" in text_of(wrong)

@@ -50,7 +50,10 @@ def call_method(name: str, params: dict[str, Any], args: argparse.Namespace) -> 
 
 # commands with something of their own ------------------------------------------------------------------------
 def _status_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--watch", action="store_true", help="live progress bars while the daemon catches up")
+    p.add_argument("--watch", action="store_true", help="follow the daemon catching up: live bars in a terminal, "
+                   "one line per change otherwise; until Ctrl-C or SIGTERM")
+    p.add_argument("--until-idle", action="store_true", help="with --watch: stop (exit 0) once nothing is left "
+                   "to read or embed")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between updates with --watch")
 
 
@@ -58,7 +61,7 @@ def _status_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
     if args.watch:
         from mempal.cli.progress import watch_status
 
-        return watch_status(args.interval)
+        return watch_status(args.interval, args.until_idle)
     return _default(COMMANDS["status"], args, params)
 
 
@@ -69,6 +72,38 @@ def _status_present(args: argparse.Namespace, r: Any) -> str:
 
 def _search_present(args: argparse.Namespace, r: Any) -> str:
     return dtext.index(r) if r.get("format") == "index" else show.search(args, r)
+
+
+def unknown_wings(wanted: Any, known: Any) -> list[str]:
+    """A line for each wing asked for that does not exist, naming the closest that does."""
+    import difflib
+
+    names = sorted(str(w) for w in (known or {}))
+    out = []
+    for wing in [wanted] if isinstance(wanted, str) else list(wanted or ()):
+        if wing in names:
+            continue
+        close = difflib.get_close_matches(wing, names, n=1, cutoff=0.5)
+        hint = f"; the closest is {close[0]!r}" if close else (f"; the wings are {', '.join(names[:12])}" if names
+                                                                else "; nothing is stored yet")
+        out.append(f"there is no wing {wing!r}{hint}")
+    return out
+
+
+def _search_run(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    """A search; when it finds nothing and names a wing that does not exist, it says so (a misspelt wing is not
+    an empty answer)."""
+    result = call_method("search", params, args)
+    if not result.get("hits") and params.get("wing"):
+        wrong = unknown_wings(params["wing"], call_method("list_wings", {}, args).get("wings"))
+        if wrong:
+            if getattr(args, "json", False):
+                result["unknown_wings"] = wrong
+            else:
+                print("\n".join(f"mempal: {w}" for w in wrong), file=sys.stderr)
+                return 1
+    print(show.as_json(args, result) if getattr(args, "json", False) else _search_present(args, result))
+    return 0
 
 
 def _note(text: str) -> None:
@@ -225,7 +260,7 @@ class UsageError(Exception):
 
 COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("status", _status_present, options=_status_options, run=_status_run),
-    Command("search", _search_present),
+    Command("search", _search_present, run=_search_run),
     Command("get", lambda _a, r: dtext.drawers(r)),
     Command("timeline", lambda _a, r: dtext.timeline(r)),
     Command("file_context", lambda _a, r: dtext.file_context(r)),

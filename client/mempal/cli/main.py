@@ -167,14 +167,61 @@ def _run_socket(words: tuple[str, ...], method_name: str, rest: list[str], timeo
     return run_command(cmd, args, params_from(cmd.method, args))
 
 
+# local commands that print text of their own: ``--json`` wraps what they print (README: every command takes it)
+JSON_WRAPPED = ("install-hooks", "uninstall-hooks", "install-mcp", "logs")
+
+
+def _captured(run: Callable[[], int]) -> tuple[int, str, str]:
+    """Run ``run`` with file descriptors 1 and 2 sent to temporary files (so the programs it starts, such as
+    journalctl, are caught too): its exit code, stdout and stderr."""
+    import tempfile
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            try:
+                code = run()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        out.seek(0)
+        err.seek(0)
+        return code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+
+
+def _as_json(word: str, run: Callable[[], int]) -> int:
+    import json
+
+    code, out, err = _captured(run)
+    print(json.dumps({"command": word, "ok": code == 0, "exit_code": code, "output": out.splitlines(),
+                      "messages": err.splitlines()}, indent=2, ensure_ascii=False))
+    return code
+
+
 def _run_local(word: str, module: str, argv: list[str]) -> int:
     import importlib
 
     parser = argparse.ArgumentParser(prog="mempal")
     sub = parser.add_subparsers(dest="command", required=True)
     importlib.import_module(module).register(sub)
+    if word in JSON_WRAPPED:
+        sub.choices[word].add_argument("--json", action="store_true", dest="wrap_json",
+                                       help="print {command, ok, exit_code, output, messages} as JSON")
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    if getattr(args, "wrap_json", False):
+        if getattr(args, "follow", False):
+            raise UsageError("logs --json prints the last lines once: leave out --follow")
+        return _as_json(word, lambda: func(args))
     return func(args)
 
 

@@ -81,6 +81,11 @@ def taxonomy(_args: argparse.Namespace, r: Any) -> str:
     return "\n".join(f"{room}: {', '.join(words)}" for room, words in sorted(r["taxonomy"].items()))
 
 
+def plural(n: Any, word: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def kg(_args: argparse.Namespace, r: Any) -> str:
     if "triples" in r:
         return "\n".join(
@@ -89,6 +94,12 @@ def kg(_args: argparse.Namespace, r: Any) -> str:
     if "triple" in r:
         t = r["triple"]
         return f"#{t['id']} {t['subject']} {t['predicate']} {t['object']}"
+    if "invalidated" in r:
+        n = r["invalidated"]
+        return (f"invalidated {plural(n, 'fact')} (kept, no longer valid)" if n
+                else "no valid fact matched: nothing changed")
+    if isinstance(r.get("stats"), dict):
+        return "\n".join(f"{name.replace('_', ' ')}: {value}" for name, value in r["stats"].items()) or "empty"
     return json.dumps(r, indent=2)
 
 
@@ -237,12 +248,25 @@ def peek_partner(_args: argparse.Namespace, r: Any) -> str:
 def _counted(r: dict[str, Any]) -> str:
     wings = ", ".join(f"{w or '?'} ({n})" for w, n in list(r.get("wings", {}).items())[:8])
     rooms = ", ".join(f"{k or '?'} ({n})" for k, n in list(r.get("rooms", {}).items())[:8])
-    return (f"{r.get('drawers', 0)} drawers in {r.get('sessions', 0)} sessions from {r.get('sources', 0)} "
-            f"sources" + (f"\n  wings: {wings}" if wings else "") + (f"\n  rooms: {rooms}" if rooms else ""))
+    return (f"{plural(r.get('drawers', 0), 'drawer')} in {plural(r.get('sessions', 0), 'session')} from "
+            f"{plural(r.get('sources', 0), 'source')}" + (f"\n  wings: {wings}" if wings else "")
+            + (f"\n  rooms: {rooms}" if rooms else ""))
+
+
+TIME_KEYS = ("before", "since", "until", "after")
+
+
+def _selected(key: str, value: Any) -> str:
+    """One criterion of a selection as typed: times (sent as epoch seconds) as local dates."""
+    if key in TIME_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        stamp = time.localtime(float(value))
+        fmt = "%Y-%m-%d" if (stamp.tm_hour, stamp.tm_min, stamp.tm_sec) == (0, 0, 0) else "%Y-%m-%d %H:%M"
+        return f"{key} {time.strftime(fmt, stamp)}"
+    return f"{key} {value}"
 
 
 def forget_preview(r: dict[str, Any]) -> str:
-    what = " ".join(f"{k} {v}" for k, v in r.get("selection", {}).items())
+    what = " ".join(_selected(k, v) for k, v in r.get("selection", {}).items())
     lines = [f"{what}: {_counted(r)}"]
     lines += [f"  {p}" for p in r.get("source_paths", [])[:10]]
     if r.get("reingest"):

@@ -9,7 +9,61 @@ from typing import Any
 from mempal.connection import call
 
 
-def watch_status(interval: float = 1.0) -> int:
+def caught_up(st: dict[str, Any]) -> bool:
+    """Nothing left to read or embed: the first scan done, no file or dense backlog, no source with files behind
+    (bytes may wait: a transcript's unfinished last line is read once it is complete)."""
+    return (int(st.get("scans") or 0) >= 1 and not st.get("dense_backlog") and not st.get("file_backlog")
+            and not any(s.get("backlog_files") for s in st.get("sources", [])))
+
+
+def status_line(st: dict[str, Any]) -> str:
+    """One plain line of ``status --watch`` when its output is not a terminal (a log, a pipe)."""
+    behind = sum(int(s.get("backlog_files") or 0) for s in st.get("sources", []))
+    rate = float(st.get("dense_rate") or 0)
+    state = "caught up" if caught_up(st) else (f"embedding {st.get('dense_backlog')} drawers ({rate:.1f}/s), "
+                                               f"{st.get('file_backlog')} files queued, {behind} files behind")
+    return f"{time.strftime('%H:%M:%S')} drawers {st.get('drawers')}: {state}"
+
+
+class _Stop(Exception):
+    """SIGTERM: leave the watch the way Ctrl-C does, output flushed."""
+
+
+def watch_status(interval: float = 1.0, until_idle: bool = False) -> int:
+    """Follow the daemon's progress until Ctrl-C or SIGTERM, or (``until_idle``) until it has caught up. In a
+    terminal: live bars; otherwise one plain line per change, flushed as written, so a pipe or a log sees it."""
+    import signal
+    import sys
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise _Stop
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        if not sys.stdout.isatty():
+            return _watch_plain(interval, until_idle)
+        return _watch_live(interval, until_idle)
+    except (KeyboardInterrupt, _Stop):
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sys.stdout.flush()
+
+
+def _watch_plain(interval: float, until_idle: bool) -> int:
+    last = ""
+    while True:
+        st: dict[str, Any] = call("status", {}, timeout=10)
+        line = status_line(st)
+        if line.split(" ", 1)[1] != last:
+            print(line, flush=True)
+            last = line.split(" ", 1)[1]
+        if until_idle and caught_up(st):
+            return 0
+        time.sleep(interval)
+
+
+def _watch_live(interval: float, until_idle: bool) -> int:
     from rich.console import Console
     from rich.live import Live
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -20,32 +74,31 @@ def watch_status(interval: float = 1.0) -> int:
                         TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console)
     dense_task = progress.add_task("embedding", total=1, rate="")
     peak = 0
-    try:
-        with Live(console=console, refresh_per_second=4) as live:
-            while True:
-                st: dict[str, Any] = call("status", {}, timeout=10)
-                backlog = int(st["dense_backlog"])
-                peak = max(peak, backlog + 1)
-                rate = float(st.get("dense_rate") or 0)
-                progress.update(dense_task, total=peak, completed=peak - backlog,
-                                rate=f"{rate:.1f} drawers/s" if backlog else "caught up")
-                table = Table.grid(padding=(0, 2))
-                table.add_row(f"drawers {st['drawers']}", f"files queued {st['file_backlog']}")
-                for s in st["sources"]:
-                    behind = s["backlog_files"] or s["backlog_bytes"]
-                    table.add_row(f"{s['mode']}: {s['path']}",
-                                  f"{s['files']} files, {s['exchanges']} exchanges"
-                                  + (f", behind {s['backlog_files']} files / {s['backlog_bytes']} B" if behind else
-                                     ", up to date"))
-                for w in st.get("warnings", []):
-                    table.add_row("[red]warning[/red]", w)
-                outer = Table.grid()
-                outer.add_row(progress)
-                outer.add_row(table)
-                live.update(outer)
-                time.sleep(interval)
-    except KeyboardInterrupt:
-        return 0
+    with Live(console=console, refresh_per_second=4) as live:
+        while True:
+            st: dict[str, Any] = call("status", {}, timeout=10)
+            backlog = int(st["dense_backlog"])
+            peak = max(peak, backlog + 1)
+            rate = float(st.get("dense_rate") or 0)
+            progress.update(dense_task, total=peak, completed=peak - backlog,
+                            rate=f"{rate:.1f} drawers/s" if backlog else "caught up")
+            table = Table.grid(padding=(0, 2))
+            table.add_row(f"drawers {st['drawers']}", f"files queued {st['file_backlog']}")
+            for s in st["sources"]:
+                behind = s["backlog_files"] or s["backlog_bytes"]
+                table.add_row(f"{s['mode']}: {s['path']}",
+                              f"{s['files']} files, {s['exchanges']} exchanges"
+                              + (f", behind {s['backlog_files']} files / {s['backlog_bytes']} B" if behind else
+                                 ", up to date"))
+            for w in st.get("warnings", []):
+                table.add_row("[red]warning[/red]", w)
+            outer = Table.grid()
+            outer.add_row(progress)
+            outer.add_row(table)
+            live.update(outer)
+            if until_idle and caught_up(st):
+                return 0
+            time.sleep(interval)
 
 
 def mine_with_progress(params: dict[str, Any], plan: list[list[str]], quiet: bool) -> dict[str, Any]:

@@ -23,10 +23,23 @@ def citation(hit: dict[str, Any]) -> str:
     return f"{' · '.join(bits)}\n    from {loc}  [drawer {hit.get('drawer_id', '?')}]"
 
 
+WEAK = 0.3  # calibrated relevance under which a hit is marked weak
+
+
+def relevance(hit: dict[str, Any]) -> str:
+    """The hit's calibrated relevance (an estimated probability that it bears on the query, comparable across
+    queries), not the fusion score that only orders one query's hits."""
+    rel = hit.get("relevance")
+    if not isinstance(rel, (int, float)):
+        return f"score {float(hit.get('score') or 0):.3f}"
+    return f"relevance {rel:.2f}" + (" (weak)" if rel < WEAK else "")
+
+
 def search_results(result: dict[str, Any], max_chars: int = 600) -> str:
     hits = result.get("hits", [])
     if not hits:
-        return f"No memories match {result.get('query', '')!r}."
+        return f"No memories match {result.get('query', '')!r}." + (f" ({result['note']})" if result.get("note")
+                                                                    else "")
     width = _width()
     out = []
     for i, hit in enumerate(hits, 1):
@@ -34,10 +47,15 @@ def search_results(result: dict[str, Any], max_chars: int = 600) -> str:
         if len(text) > max_chars:
             text = text[: max_chars - 1].rstrip() + "…"
         body = "\n".join(
-            textwrap.fill(line, width=width - 4, initial_indent="    ", subsequent_indent="    ") if line else ""
+            textwrap.fill(line, width=width - 4, initial_indent="    ", subsequent_indent="    ",
+                          break_on_hyphens=False, break_long_words=False) if line else ""
             for line in text.splitlines()
         )
-        out.append(f"[{i}] score {hit.get('score', 0):.3f}  {citation(hit)}\n{body}")
+        out.append(f"[{i}] {relevance(hit)}  {citation(hit)}\n{body}")
+    rels = [h["relevance"] for h in hits if isinstance(h.get("relevance"), (int, float))]
+    if rels and max(rels) < WEAK:
+        out.append(f"No hit is likely to bear on the query (best relevance {max(rels):.2f}): nothing stored seems to "
+                   "be about it.")
     tunnels = result.get("tunnels")
     if tunnels:
         out.append("Related wings: " + "; ".join(f"{room}: {', '.join(w)}" for room, w in tunnels.items()))

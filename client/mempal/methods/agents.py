@@ -29,7 +29,7 @@ METHODS: tuple[Method, ...] = (
             Param("cwd", "path", _CWD, fill="cwd"),
             Param("max_chars", "int", "stop once this many characters are taken", lo=1, hi=10_000_000, mcp=False),
         ),
-        writes=True, idempotent=False, cli=("cowork", "drain"), mcp="cowork_drain",
+        destructive=True, idempotent=False, cli=("cowork", "drain"), mcp="cowork_drain",
         help="Hooks usually deliver them with your next prompt; use this when they did not.",
     ),
     Method("cowork_status", "Both inboxes of a project, without draining them.",

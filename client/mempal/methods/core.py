@@ -34,7 +34,7 @@ METHODS: tuple[Method, ...] = (
             Param("limit", "int", "how many results (default: search.limit in config, 10)", lo=1, hi=200,
                   cli=Cli(flags=("--limit", "-n"), aliases=("--results", "--top-k"))),
             Param("format", "enum", "full: verbatim excerpts; index: one line a hit (id, title, wing/room, date, "
-                  "score, the full drawer's token count), at most about 60 tokens each: fetch the ones you "
+                  "relevance, the full drawer's token count), at most about 60 tokens each: fetch the ones you "
                   "want with get", default="full", choices=("full", "index")),
             Param("dense_weight", "float", "weight of the semantic list in the fusion, 0..1 (default from config)",
                   lo=0.0, hi=1.0, mcp=False, cli=Cli(show=False)),

@@ -28,7 +28,7 @@ METHODS: tuple[Method, ...] = (
                   mcp=False),
         ),
         destructive=True, idempotent=True, cli=("forget",), mcp="forget", timeout=3600.0,
-        help="Only when the user asks to forget something. Call it with dry_run \"true\" first and tell the user "
+        help="Only when the user asks to forget something. Call it with dry_run true first and tell the user "
              "how many drawers (by wing and room) it would forget; forget for real only after they agree. "
              "Forgotten drawers are hidden at once and removed for good by purge.",
     ),

@@ -11,9 +11,10 @@ METHODS: tuple[Method, ...] = (
     Method(
         "get", "Whole drawers by id (after an index search): text, metadata and each one's token count.",
         (
-            Param("drawer_id", "ids", "the drawer id(s), at most 50", required=True, aliases=("drawer_ids", "ids"),
+            Param("drawer_id", "ids", "the drawer id(s), at most 50 (or any unique start of one, 4+ characters)",
+                  required=True, aliases=("drawer_ids", "ids"), id_start=True,
                   cli=Cli(positional=True, nargs="+", metavar="DRAWER_ID")),
-            Param("max_tokens", "int", "cut each drawer to this many model tokens (0: whole)", default=0, lo=0,
+            Param("max_tokens", "int", "cut each drawer to this many (LLM) tokens (0: whole)", default=0, lo=0,
                   hi=100_000),
         ),
         cli=("get",), mcp="get",
@@ -24,10 +25,11 @@ METHODS: tuple[Method, ...] = (
         "timeline", "The exchanges around a drawer in its session, and an outline of the session (one title per "
         "exchange).",
         (
-            Param("drawer_id", "id", "the drawer to centre on", required=True, cli=Cli(positional=True)),
+            Param("drawer_id", "id", "the drawer to centre on (or any unique start of its id)", required=True,
+                  id_start=True, cli=Cli(positional=True)),
             Param("before", "int", "exchanges before it", default=2, lo=0, hi=20),
             Param("after", "int", "exchanges after it", default=2, lo=0, hi=20),
-            Param("max_tokens", "int", "model tokens for the exchanges in all (the outline comes on top)",
+            Param("max_tokens", "int", "(LLM) tokens for the exchanges in all (the outline comes on top)",
                   default=2000, lo=100, hi=50_000),
             Param("outline", "int", "outline lines at most, centred on the drawer (0: none)", default=30, lo=0,
                   hi=500),
@@ -44,7 +46,7 @@ METHODS: tuple[Method, ...] = (
                   cli=Cli(positional=True)),
             Param("cwd", "path", "the project directory (default: the current one)", fill="cwd"),
             Param("session_id", "str", "the current session (its own exchanges are left out)"),
-            Param("max_tokens", "int", "model tokens of context at most", default=400, lo=50, hi=20_000),
+            Param("max_tokens", "int", "(LLM) tokens of context at most", default=400, lo=50, hi=20_000),
             Param("limit", "int", "exchanges at most", default=3, lo=1, hi=20),
         ),
         cli=("file-context",), mcp="file_context",

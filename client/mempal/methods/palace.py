@@ -42,7 +42,7 @@ METHODS: tuple[Method, ...] = (
             Param("room", "str", "the room to edit", cli=Cli(show=False)),
             Param("keywords", "strs", "keywords that send a drawer to this room", cli=Cli(show=False)),
         ),
-        writes=True, idempotent=True, cli=("taxonomy",), mcp="taxonomy",
+        destructive=True, idempotent=True, cli=("taxonomy",), mcp="taxonomy",  # it replaces or removes a room
     ),
     Method(
         "kg", "Knowledge graph of subject-predicate-object facts with validity dates: add, query, invalidate, "

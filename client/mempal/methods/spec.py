@@ -47,13 +47,13 @@ class Cli:
 
 
 class Param:
-    __slots__ = ("aliases", "choices", "cli", "default", "fill", "help", "hi", "kind", "lo", "max_len", "mcp",
-                 "name", "required")
+    __slots__ = ("aliases", "choices", "cli", "default", "fill", "help", "hi", "id_start", "kind", "lo", "max_len",
+                 "mcp", "name", "required")
 
     def __init__(self, name: str, kind: Kind, help: str, *, required: bool = False, default: Any = None,
                  lo: float | None = None, hi: float | None = None, choices: Sequence[str] = (),
                  max_len: int | None = None, aliases: Sequence[str] = (), fill: Fill | None = None,
-                 mcp: bool = True, cli: Cli | None = None) -> None:
+                 mcp: bool = True, cli: Cli | None = None, id_start: bool = False) -> None:
         if kind not in KINDS:
             raise ValueError(f"{name}: unknown kind {kind!r}")
         if kind == "enum" and not choices:
@@ -71,6 +71,7 @@ class Param:
         self.fill = fill
         self.mcp = mcp  # offered to MCP clients (False: an option for people and programs only)
         self.cli = cli or Cli()
+        self.id_start = id_start  # id / ids: a unique start of a drawer id is taken too (the handler finds it)
 
     def __repr__(self) -> str:
         return f"Param({self.name!r}, {self.kind!r})"

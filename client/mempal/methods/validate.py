@@ -118,11 +118,28 @@ def _strings(p: Param, value: Any, check: Any) -> tuple[Any, ...]:
     return tuple(check(p, v) for v in items if not (isinstance(v, str) and v == ""))
 
 
+ID_PREFIX_MIN = 4  # characters of a drawer id's start that get, timeline, delete... take for the whole id
+_ID_SHAPE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+
+
+def is_id_prefix(text: str) -> bool:
+    """``text`` is the start of a drawer id (a UUID) of at least ``ID_PREFIX_MIN`` characters: the short ids
+    ``wake-up`` and ``recall`` print; the daemon finds the one id it starts (or says which it could be)."""
+    if not ID_PREFIX_MIN <= len(text) <= len(_ID_SHAPE):
+        return False
+    shape = _ID_SHAPE[: len(text)]
+    return all(c == "-" if want == "-" else c in "0123456789abcdefABCDEF" for c, want in zip(text, shape, strict=True))
+
+
 def _id(p: Param, value: Any) -> str:
     text = _text(p.name, value, nul_ok=False, limit=64)
-    if not _UUID.match(text):
-        raise ParamError(f"parameter {p.name!r}: {text!r} is not a drawer id (a UUID)")
-    return text.lower()
+    if _UUID.match(text) or (p.id_start and is_id_prefix(text)):
+        return text.lower()
+    if p.id_start:
+        raise ParamError(f"parameter {p.name!r}: {text!r} is not a drawer id (a UUID, or its first "
+                         f"{ID_PREFIX_MIN} or more characters)")
+    hint = " (the start of an id finds its drawer with get; this takes whole ids)" if is_id_prefix(text) else ""
+    raise ParamError(f"parameter {p.name!r}: {text!r} is not a drawer id (a UUID){hint}")
 
 
 def _path(p: Param, value: Any) -> str:

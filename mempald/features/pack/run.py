@@ -66,7 +66,11 @@ def run_pack(
         _settle(embedder)
     if progress is not None:
         progress.begin("writing", 1)
-    paths = write_pack(result, out, fmt)
+    if fmt == "single" and out.suffix.lower() == ".md" and not out.is_dir():  # `pack -o notes.md`: that file
+        out.parent.mkdir(parents=True, exist_ok=True)
+        paths = write_pack_file(result, out)
+    else:
+        paths = write_pack(result, out, fmt)
     if progress is not None:
         progress.step()
     return {"paths": [str(p) for p in paths], "header": result.header.to_json(), "notes": list(result.notes),
