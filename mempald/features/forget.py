@@ -169,15 +169,16 @@ class Forgetter:
 
     async def _forget(self, matched: Sequence[Matched], rules: Sequence[Rule], actor: str, reason: str,
                       what: Mapping[str, Any]) -> dict[str, Any]:
-        """Rules first (a drawer written meanwhile is already covered), then the soft delete, then the audit."""
+        """Rules first (a drawer written meanwhile is already covered), then the soft delete, their copy in the
+        store's metadata, then the audit."""
         await anyio.to_thread.run_sync(self.forgotten.add, rules)
-        await self.mirror_rules()
         now = time.time()
         ids = [m.id for m in matched]
         for i in range(0, len(ids), BATCH):
             await self.store.set_payload(ids[i : i + BATCH], {
                 "deleted": True, "status": "deleted", "deleted_at": now, "deleted_by": actor,
                 "delete_reason": reason or "forgotten", "forgotten": True})
+        await self.mirror_rules()
         mended = await self._mend_contexts({(str(m.payload.get("session_id") or ""),
                                              str(m.payload.get("source_path") or "")) for m in matched})
         target = " ".join(f"{k}={v}" for k, v in what.items())

@@ -94,6 +94,26 @@ def test_damaged_dense_vectors_are_found_and_embedded_again(daemon: Daemon, home
 
 
 @pytest.mark.timeout(420)
+def test_damaged_dense_vectors_are_dropped_by_repair(daemon: Daemon, home: Path) -> None:
+    """H6, the other way: ``mempald repair`` run first copies every drawer into a new shard without its damaged
+    dense vector; the daemon embeds them again at start."""
+    palace = Palace(daemon, home)
+    palace.stop()
+    with dense_chunk(palace.segment()).open("r+b") as fh:
+        fh.write(random.Random(47).randbytes(palace.before * 384 * 4))
+
+    report = palace.repair()
+    assert report["store"] == "rebuilt" and report["dense_dropped"] == palace.before, report
+    assert report["points_kept"] == palace.before and report["points_lost"] == 0, report
+    after = palace.serves_everything()
+    assert after == palace.before
+    palace.stop()
+    assert doctor_check(daemon, "store")["ok"]
+    print(f"RELIABILITY integrity case=dense_vectors_repair before={palace.before} after_repair={after} "
+          f"dense_dropped={report['dense_dropped']}")
+
+
+@pytest.mark.timeout(420)
 @pytest.mark.parametrize("how", ["deleted", "emptied"])
 def test_a_lost_state_database_is_refused_and_its_forget_rules_restored(daemon: Daemon, home: Path,
                                                                         how: str) -> None:
