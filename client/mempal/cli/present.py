@@ -187,6 +187,7 @@ def pack(_args: argparse.Namespace, r: Any) -> str:
     lines = [f"packed {h.get('files')} files: {h.get('tokens_in')} -> {h.get('tokens_out')} tokens "
              f"({h.get('ratio')}:1, target {h.get('target')}{'' if h.get('target_met') else ' NOT met'})"]
     lines += [f"  note: {note}" for note in r.get("notes", [])]
+    lines += [f"  not read: {s['file']} ({s['reason']}: {s['detail']})" for s in r.get("skipped", [])]
     lines += [f"  wrote {p}" for p in r["paths"]]
     return "\n".join(lines)
 

@@ -1,0 +1,122 @@
+"""Issue 47 ("Break-it, round two"): reading users' files unsafely. Each test does what the attack did, against
+the real daemon: a sparse 1.5 GB ``huge.md`` and a FIFO ``x.md`` given to ``pack`` (and dropped in a watched
+pack folder), FIFOs named ``.mempalignore`` / ``.gitignore`` in a watched project, FIFOs among the transcripts
+``peek_partner`` looks through, called many times at once. Nothing is waited on, memory stays bounded, every
+file not read is named with its reason, and the daemon goes on answering."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Daemon
+from tests.integration.test_crash import keyword_idle
+from tests.integration.test_special_files import ENV, healthy, timed_status, vm_kb
+
+NOTES = {
+    "a.md": "# Deploys\n\nThe deploy runs on kumquat servers every Tuesday.\n\n## Rollback\n\n"
+            "A rollback restores the previous image within five minutes.\n",
+    "b.md": "# Staging\n\nZebras guard the staging cluster at night.\n\n## Access\n\n"
+            "Staging access needs a ticket approved by the platform team.\n",
+}
+
+
+def _hostile_notes(root: Path) -> Path:
+    root.mkdir()
+    for name, text in NOTES.items():
+        (root / name).write_text(text)
+    with (root / "huge.md").open("wb") as fh:
+        fh.truncate(1536 * 1024 * 1024)  # the finding's sparse 1.5 GB markdown: nothing on disk
+    os.mkfifo(root / "x.md")
+    (root / "zero.md").symlink_to("/dev/zero")
+    return root
+
+
+def _skipped(result: dict[str, Any]) -> dict[str, str]:
+    return {s["file"]: s["reason"] for s in result["skipped"]}
+
+
+@pytest.mark.timeout(300)
+def test_pack_skips_a_sparse_huge_md_a_fifo_and_a_device_and_names_them(daemon: Daemon, tmp_path: Path) -> None:
+    notes = _hostile_notes(tmp_path / "notes")
+    daemon.start(extra_env=ENV)
+    assert daemon.proc is not None
+    before = vm_kb(daemon.proc.pid, "VmHWM")
+    t0 = time.monotonic()
+    res = daemon.call("pack", {"dir": str(notes), "output": str(tmp_path / "packed")}, timeout=240)
+    took = time.monotonic() - t0
+    assert _skipped(res) == {"huge.md": "too_large", "x.md": "fifo", "zero.md": "device"}, res["skipped"]
+    huge = next(s for s in res["skipped"] if s["file"] == "huge.md")
+    assert "1,610,612,736 bytes" in huge["detail"], huge
+    assert res["header"]["files"] == 2, res["header"]
+    text = (tmp_path / "packed" / "knowledge_base.md").read_text()
+    assert "kumquat" in text or "Deploys" in text, text[:2000]
+    kb = json.loads((tmp_path / "packed" / "knowledge_base.json").read_text())
+    assert {s["file"] for s in kb["skipped"]} == {"huge.md", "x.md", "zero.md"}
+    grown_mb = (vm_kb(daemon.proc.pid, "VmHWM") - before) / 1024
+    print(f"RELIABILITY issue47 pack_hostile took_s={took:.1f} peak_rss_growth_mb={grown_mb:.0f}")
+    assert grown_mb < 300, f"peak memory grew by {grown_mb:.0f} MB"
+
+    # Many packs of the folder at once: none waits on the FIFO, so no worker thread is left stuck.
+    results: list[Any] = []
+
+    def pack_again(i: int) -> None:
+        try:
+            results.append(daemon.call("pack", {"dir": str(notes), "output": str(tmp_path / f"packed-{i}")},
+                                       timeout=240))
+        except Exception as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=pack_again, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert len(results) == 6 and all(isinstance(r, dict) and "x.md" in _skipped(r) for r in results), results
+    assert max(timed_status(daemon) for _ in range(3)) < 2.0
+    healthy(daemon)
+
+
+@pytest.mark.timeout(300)
+def test_a_watched_pack_folder_repacks_past_a_dropped_huge_md_and_fifo(daemon: Daemon, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in NOTES.items():
+        (notes / name).write_text(text)
+    out = tmp_path / "watched-pack"
+    daemon.start(extra_env=ENV)
+    assert daemon.proc is not None
+    daemon.call("watch_add", {"path": str(notes), "mode": "pack", "wing": "kb", "output": str(out)})
+    kb_json = out / "knowledge_base.json"
+    daemon.wait_for(kb_json.is_file, timeout=240, interval=0.5)
+    before = vm_kb(daemon.proc.pid, "VmHWM")
+    # the attack: drop the files in the watched folder; any change there re-packs it
+    with (notes / "huge.md").open("wb") as fh:
+        fh.truncate(1536 * 1024 * 1024)
+    os.mkfifo(notes / "x.md")
+    (notes / "c.md").write_text("# Failover\n\nThe amber failover drill runs monthly.\n")
+
+    def repacked() -> dict[str, Any] | None:
+        try:
+            kb: dict[str, Any] = json.loads(kb_json.read_text())
+        except (OSError, ValueError):
+            return None
+        return kb if "c.md" in kb["files"] else None
+
+    kb = daemon.wait_for(repacked, timeout=240, interval=0.5)
+    assert {s["file"]: s["reason"] for s in kb["skipped"]} == {"huge.md": "too_large", "x.md": "fifo"}, kb["skipped"]
+    keyword_idle(daemon, 120)
+    grown_mb = (vm_kb(daemon.proc.pid, "VmHWM") - before) / 1024
+    print(f"RELIABILITY issue47 pack_watch peak_rss_growth_mb={grown_mb:.0f}")
+    assert grown_mb < 300, f"peak memory grew by {grown_mb:.0f} MB"
+    assert daemon.call("search", {"query": "amber failover drill", "wing": "kb"})["hits"]
+    assert "pack_failed" not in daemon.logs()
+    assert max(timed_status(daemon) for _ in range(3)) < 2.0
+    healthy(daemon)
+    assert daemon.stop() == 0
