@@ -38,6 +38,10 @@ def _hostile_notes(root: Path) -> Path:
     return root
 
 
+def _found(d: Daemon, query: str, path: Path) -> bool:
+    return any(h["source_path"] == str(path) for h in d.call("search", {"query": query})["hits"])
+
+
 def _skipped(result: dict[str, Any]) -> dict[str, str]:
     return {s["file"]: s["reason"] for s in result["skipped"]}
 
@@ -120,3 +124,51 @@ def test_a_watched_pack_folder_repacks_past_a_dropped_huge_md_and_fifo(daemon: D
     assert max(timed_status(daemon) for _ in range(3)) < 2.0
     healthy(daemon)
     assert daemon.stop() == 0
+
+
+@pytest.mark.timeout(300)
+def test_fifos_named_gitignore_and_mempalignore_in_a_watched_project_stall_nothing(daemon: Daemon,
+                                                                                  tmp_path: Path) -> None:
+    """H1: ignore files were opened with a plain ``open``. A FIFO ``.gitignore`` now holds no rules; a FIFO
+    ``.mempalignore`` is an ignore file that cannot be read: the cautious reading, its folder stays out (as an
+    unreadable one always did), and a warning names it."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "src" / "app.py").write_text("def pelican():\n    return 'the pelican module is public'\n")
+    (repo / "docs" / "plan.md").write_text("The flamingo acquisition plan is confidential.\n")
+    os.mkfifo(repo / ".gitignore")
+    os.mkfifo(repo / "src" / ".gitignore")
+    os.mkfifo(repo / "docs" / ".mempalignore")
+    daemon.start(extra_env=ENV)
+    t0 = time.monotonic()
+    daemon.call("watch_add", {"path": str(repo), "mode": "projects"}, timeout=30)
+    assert time.monotonic() - t0 < 10
+    daemon.wait_for(lambda: _found(daemon, "pelican module is public", repo / "src" / "app.py"), timeout=120)
+    st = keyword_idle(daemon, 120)
+    assert str(repo / "docs" / ".mempalignore") in st["excluded"]["files"], st["excluded"]
+    assert not any("flamingo" in h["text"] for h in daemon.call("search", {"query": "flamingo acquisition plan"})["hits"])
+    # the ignore files are read again by each walk of the project: mining it, many times at once, returns
+    (repo / "src" / "more.py").write_text("def heron(name):\n    return f'the heron helper greets {name}'\n" * 3)
+    results: list[Any] = []
+
+    def mine() -> None:
+        try:
+            results.append(daemon.call("mine", {"paths": [str(repo)], "mode": "projects"}, timeout=60))
+        except Exception as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=mine) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert len(results) == 12 and all(isinstance(r, dict) for r in results), results[:3]
+    daemon.wait_for(lambda: _found(daemon, "the heron helper", repo / "src" / "more.py"), timeout=60)
+    assert max(timed_status(daemon) for _ in range(5)) < 2.0
+    warned = [ln for ln in daemon.logs().splitlines() if '"ignore_file_unreadable"' in ln]
+    assert warned and all('"fifo"' in ln and ".mempalignore" in ln for ln in warned), warned
+    healthy(daemon)
+    t0 = time.monotonic()
+    assert daemon.stop() == 0
+    assert time.monotonic() - t0 < 15
