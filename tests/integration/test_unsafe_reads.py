@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import Daemon
 from tests.integration.test_crash import keyword_idle
+from tests.integration.test_skeleton import assistant_line, user_line
 from tests.integration.test_special_files import ENV, healthy, timed_status, vm_kb
 
 NOTES = {
@@ -169,6 +170,70 @@ def test_fifos_named_gitignore_and_mempalignore_in_a_watched_project_stall_nothi
     assert max(timed_status(daemon) for _ in range(5)) < 2.0
     warned = [ln for ln in daemon.logs().splitlines() if '"ignore_file_unreadable"' in ln]
     assert warned and all('"fifo"' in ln and ".mempalignore" in ln for ln in warned), warned
+    healthy(daemon)
+    t0 = time.monotonic()
+    assert daemon.stop() == 0
+    assert time.monotonic() - t0 < 15
+
+
+@pytest.mark.timeout(300)
+def test_peek_partner_past_fifo_transcripts_called_many_times_at_once_stalls_nothing(daemon: Daemon,
+                                                                                    home: Path) -> None:
+    """H2: ``peek_partner`` opened up to 400 transcripts with a plain ``open``; a FIFO hung each call and ~40
+    calls used up the worker threads. FIFOs named like transcripts, in the project's folder, in others and
+    among Codex rollouts, then 60 peeks at once: each answers, and status, ingest and search go on."""
+    cwd = "/home/u/peeked"
+    projects = home / ".claude" / "projects"
+    proj = projects / "-home-u-peeked"
+    proj.mkdir(parents=True)
+    tx = proj / "5ec2e7a5-0000-4000-8000-0000000000c7.jsonl"
+    tx.write_text(user_line(tx.stem, cwd, "how do we rotate the kestrel keys?", "p-u0", "2026-08-02T10:00:00.000Z")
+                  + "\n" + assistant_line(tx.stem, cwd, "With the rotate task, weekly.", "p-a0", "p-u0",
+                                          "2026-08-02T10:00:01.000Z") + "\n")
+    for i in range(5):
+        os.mkfifo(proj / f"fifo-{i}.jsonl")  # newer than the transcript: looked at first
+    for i in range(30):
+        other = projects / f"-home-u-other{i}"
+        other.mkdir()
+        os.mkfifo(other / "trap.jsonl")
+    (projects / "-home-u-zero").mkdir()
+    (projects / "-home-u-zero" / "zero.jsonl").symlink_to("/dev/zero")
+    rollouts = home / ".codex" / "sessions" / "2026" / "08" / "02"
+    rollouts.mkdir(parents=True)
+    for i in range(5):
+        os.mkfifo(rollouts / f"rollout-2026-08-02T10-00-0{i}-trap.jsonl")
+    daemon.start(extra_env=ENV)
+    keyword_idle(daemon, 120)
+    results: list[Any] = []
+
+    def peek(partner: str) -> None:
+        try:
+            results.append(daemon.call("peek_partner", {"cwd": cwd, "partner": partner, "n": 3}, timeout=60))
+        except Exception as exc:
+            results.append(exc)
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=peek, args=("claude" if i % 4 else "codex",)) for i in range(60)]
+    for t in threads:
+        t.start()
+    slowest_status = max(timed_status(daemon) for _ in range(3))
+    for t in threads:
+        t.join(90)
+    took = time.monotonic() - t0
+    print(f"RELIABILITY issue47 peek_fifos calls=60 took_s={took:.1f} status_s={slowest_status:.2f}")
+    assert len(results) == 60, len(results)
+    claude = [r for r in results if isinstance(r, dict)]
+    assert len(claude) == 45 and all(r["path"] == str(tx) for r in claude), results[:3]
+    assert all("kestrel" in r["exchanges"][-1]["user"] for r in claude)
+    codex = [r for r in results if not isinstance(r, dict)]
+    assert len(codex) == 15 and all("no Codex session found" in str(e) for e in codex), codex[:3]
+    assert slowest_status < 2.0 and max(timed_status(daemon) for _ in range(3)) < 2.0
+    # the ingest goes on: a new exchange is read and found
+    with tx.open("a") as fh:
+        fh.write(user_line(tx.stem, cwd, "and the osprey certificates?", "p-u1", "2026-08-02T10:01:00.000Z") + "\n")
+        fh.write(assistant_line(tx.stem, cwd, "Those renew by themselves.", "p-a1", "p-u1",
+                                "2026-08-02T10:01:01.000Z") + "\n")
+    daemon.wait_for(lambda: daemon.call("search", {"query": "osprey certificates"})["hits"], timeout=60)
     healthy(daemon)
     t0 = time.monotonic()
     assert daemon.stop() == 0
