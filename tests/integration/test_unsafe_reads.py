@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, mempal_cli
 from tests.integration.test_crash import keyword_idle
 from tests.integration.test_skeleton import assistant_line, user_line
 from tests.integration.test_special_files import ENV, healthy, timed_status, vm_kb
@@ -238,3 +240,67 @@ def test_peek_partner_past_fifo_transcripts_called_many_times_at_once_stalls_not
     t0 = time.monotonic()
     assert daemon.stop() == 0
     assert time.monotonic() - t0 < 15
+
+
+def _giant_prompt(size: int) -> str:
+    """A pasted log of about ``size`` characters: numbered lines, no two alike."""
+    out: list[str] = ["Please look at this whole build log and tell me why the linker fails:"]
+    n, total = 0, 0
+    while total < size:
+        line = f"[{n:07d}] step {n % 97} compiled module_{n % 1013}.o from src/unit_{n % 389}.c in {n % 61} ms"
+        out.append(line)
+        total += len(line) + 1
+        n += 1
+    out.append("END OF THE LOG: the last line says ld returned 1 exit status")
+    return "\n".join(out)
+
+
+@pytest.mark.timeout(600)
+def test_a_10_mb_prompt_makes_at_most_the_capped_drawers_and_says_so(daemon: Daemon, home: Path,
+                                                                     tmp_path: Path) -> None:
+    """M2: one 10 MB prompt became 26,012 drawers and 16.5 minutes of embedding. Its exchange now makes at most
+    ``ingest.max_drawers_per_exchange`` drawers (128 by default), each marked capped with the whole length; the
+    transcript keeps the whole text, and inspect and the ingest summary say it was capped."""
+    cwd = "/home/u/giant"
+    proj = home / ".claude" / "projects" / "-home-u-giant"
+    proj.mkdir(parents=True)
+    tx = proj / "5ec2e7a5-0000-4000-8000-0000000000d9.jsonl"
+    prompt = _giant_prompt(10 * 1024 * 1024)
+    tx.write_text(
+        user_line(tx.stem, cwd, prompt, "g-u0", "2026-08-02T10:00:00.000Z") + "\n"
+        + assistant_line(tx.stem, cwd, "The linker fails on a missing symbol.", "g-a0", "g-u0",
+                         "2026-08-02T10:00:01.000Z") + "\n"
+        + user_line(tx.stem, cwd, "and the small question about the wombat cache?", "g-u1",
+                    "2026-08-02T10:01:00.000Z") + "\n"
+        + assistant_line(tx.stem, cwd, "The wombat cache expires hourly.", "g-a1", "g-u1",
+                         "2026-08-02T10:01:01.000Z") + "\n")
+    t0 = time.monotonic()
+    daemon.start(extra_env=ENV)
+    st = daemon.idle(timeout=480)
+    took = time.monotonic() - t0
+    drawers = daemon.call("drawers", {"limit": 1000, "fields": ["text", "capped", "text_chars", "stored_chars",
+                                                                 "exchange_key", "chunk_index", "chunk_count"]})
+    big = [d for d in drawers["drawers"] if d.get("capped")]
+    print(f"RELIABILITY issue47 giant_prompt chars={len(prompt)} drawers={len(big)} to_idle_s={took:.1f}")
+    assert len(big) == 128, len(big)
+    assert {d["exchange_key"] for d in big} == {big[0]["exchange_key"]}
+    assert all(d["text_chars"] >= len(prompt) and d["stored_chars"] < d["text_chars"] for d in big), big[0]
+    assert all(d["chunk_count"] == 128 for d in big)
+    first = min(big, key=lambda d: d["chunk_index"])
+    assert first["text"].startswith("> Please look at this whole build log")  # (the prompt, quoted)
+    assert all(d["text"].split("\n")[-1].removeprefix("> ") in prompt for d in big)
+    assert st["drawers"] == 128 + 1, st["drawers"]  # and the small exchange after it, whole
+    assert daemon.call("search", {"query": "wombat cache expires"})["hits"]
+    # the whole text is still in the transcript the drawers cite
+    assert "ld returned 1 exit status" in tx.read_text()
+    shown = mempal_cli(daemon.env, "inspect", str(tx)).stdout
+    assert f"capped: {first['text_chars']:,} chars, more than ingest.max_drawers_per_exchange" in shown, shown[-800:]
+    copy = tmp_path / "exported" / tx.name  # the same session mined from elsewhere: the summary says so
+    copy.parent.mkdir()
+    copy.write_bytes(tx.read_bytes())
+    out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "mine", str(copy), "--json"], env=daemon.env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["capped"] == 1, out.stdout
+    assert "exchange_capped" in daemon.logs()
+    healthy(daemon)
