@@ -112,8 +112,7 @@ class IngestSettings:
     build_workers: int = 1
     # What is never read: gitignore-style globs over file paths and session cwds (mempald.sources.exclude).
     exclude: tuple[str, ...] = ()
-    # The most drawers one exchange of a file makes (each ~embed.max_tokens tokens: 128 x 250 is ~32k tokens); a
-    # longer one keeps its first drawers, marked capped, and the whole text stays in its file (ingest.drawers).
+    # Drawers one exchange of a file makes at most (0: no cap); the rest stays in the file (mempald.ingest.drawers).
     max_drawers_per_exchange: int = 128
 
 
@@ -322,8 +321,6 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("daemon.max_line_bytes: must be at least 1024")
     if s.ingest.max_file_bytes < 1024:
         raise ConfigError("ingest.max_file_bytes: must be at least 1024")
-    if s.ingest.max_drawers_per_exchange < 1:
-        raise ConfigError("ingest.max_drawers_per_exchange: must be at least 1")
     if s.store.min_free_mb < 0:
         raise ConfigError("store.min_free_mb: must be 0 (no check) or a number of MB")
     for key, value in (("search.min_score", s.search.min_score), ("hooks.recall_threshold", s.hooks.recall_threshold)):
