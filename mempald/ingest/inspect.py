@@ -22,7 +22,7 @@ from mempald.normalize import registry
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange
-from mempald.sources.reader import read_lines
+from mempald.sources.reader import open_regular, read_capped, read_lines
 from mempald.sources.registry import Source
 
 PROMPT_CHARS = 300  # of each exchange's prompt shown
@@ -41,9 +41,11 @@ class Reading:
     max_line: int = 16 * 1024 * 1024
     room_keywords: dict[str, list[str]] | None = None
     max_drawers: int = 0  # ingest.max_drawers_per_exchange (0: no cap)
+    max_file: int = 512 * 1024 * 1024  # ingest.max_file_bytes: a document is read whole
 
 
-def _parse(path: Path, source: Source, max_line: int) -> tuple[str, Parsed | None, dict[int, int], int]:
+def _parse(path: Path, source: Source, max_line: int,
+           max_file: int) -> tuple[str, Parsed | None, dict[int, int], int]:
     """(format name, parse, line numbers by offset, long lines skipped) of a unit."""
     folder = source.export_folder(path)
     if folder is not None:
@@ -59,13 +61,13 @@ def _parse(path: Path, source: Source, max_line: int) -> tuple[str, Parsed | Non
         rr = read_lines(path, 0, None, None, budget=size + 1, max_line=max_line)
         numbers = _line_numbers(path)
         return found.name, found.parse(Input(name=str(path), context=ctx, lines=rr.lines)), numbers, rr.skipped_long
-    return found.name, parse_document(found, path.read_bytes(), str(path), ctx), {}, 0
+    return found.name, parse_document(found, read_capped(path, max_file), str(path), ctx), {}, 0
 
 
 def _line_numbers(path: Path) -> dict[int, int]:
     out: dict[int, int] = {}
     off = 0
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for n, raw in enumerate(fh, 1):
             out[off] = n
             off += len(raw)
@@ -120,7 +122,7 @@ def inspect_unit(path: Path, source: Source, how: Reading, *, rows: bool = True)
         fmt_name, long_lines = "project", 0
         out["accounted"] = {f"skipped: {skipped}": 1} if skipped else {f"chunked into {len(chunks)} drawers": 1}
     else:
-        fmt_name, parsed, numbers, long_lines = _parse(path, source, how.max_line)
+        fmt_name, parsed, numbers, long_lines = _parse(path, source, how.max_line, how.max_file)
     out["format"] = fmt_name
     if parsed is None:
         out["accounted"] = {f"skipped: {UNKNOWN}": 1}

@@ -304,3 +304,27 @@ def test_a_10_mb_prompt_makes_at_most_the_capped_drawers_and_says_so(daemon: Dae
     assert json.loads(out.stdout)["capped"] == 1, out.stdout
     assert "exchange_capped" in daemon.logs()
     healthy(daemon)
+
+
+@pytest.mark.timeout(300)
+def test_fifos_as_a_projects_mempal_toml_and_the_identity_file_are_not_waited_on(daemon: Daemon,
+                                                                                tmp_path: Path) -> None:
+    """The other reads of a user's files go through the same helper: a FIFO as a watched project's
+    ``mempal.toml`` (read for its wing and rooms) or as ``wakeup.identity_path`` holds nothing and stalls
+    nothing."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("def pelican(name):\n    return f'the pelican module greets {name}'\n" * 3)
+    os.mkfifo(repo / "mempal.toml")
+    identity = tmp_path / "identity.md"
+    os.mkfifo(identity)
+    daemon.start(extra_env={**ENV, "MEMPAL_WAKEUP_IDENTITY_PATH": str(identity)})
+    daemon.call("watch_add", {"path": str(repo), "mode": "projects"}, timeout=30)
+    daemon.wait_for(lambda: _found(daemon, "pelican module greets", repo / "src" / "app.py"), timeout=120)
+    wake = daemon.call("wake_up", {}, timeout=30)
+    assert isinstance(wake["text"], str)
+    assert max(timed_status(daemon) for _ in range(3)) < 2.0
+    healthy(daemon)
+    t0 = time.monotonic()
+    assert daemon.stop() == 0
+    assert time.monotonic() - t0 < 15
