@@ -110,11 +110,14 @@ def read_sources(root: Path, max_file_bytes: int = MAX_FILE_BYTES,
     total = 0
     for path in discover(root):
         rel = path.relative_to(root).as_posix()
-        cap = min(max_file_bytes, max_total_bytes - total)
+        past = f"the files read before it reach the pack's {max_total_bytes:,} bytes"
         try:
-            if cap < max_file_bytes and path.stat().st_size > cap:
-                raise Refused(path, TOO_LARGE, f"the files read so far reach the pack's {max_total_bytes:,} bytes")
-            raw = read_capped(path, cap, limit="the pack's file limit")
+            size = path.stat().st_size  # (a FIFO's is 0: read_capped refuses it without waiting)
+            if size <= max_file_bytes and total + size > max_total_bytes:
+                raise Refused(path, TOO_LARGE, past)
+            raw = read_capped(path, max_file_bytes, limit="the pack's file limit")
+            if total + len(raw) > max_total_bytes:  # (it grew since its stat)
+                raise Refused(path, TOO_LARGE, past)
         except Refused as exc:
             skipped.append(Skipped(rel, exc.reason, exc.detail))
             continue

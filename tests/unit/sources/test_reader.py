@@ -3,7 +3,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mempald.sources.reader import prefix_hash, read_lines
+import pytest
+
+from mempald.sources.reader import Refused, prefix_hash, read_capped, read_head, read_lines
 
 
 def test_partial_last_line_waits(tmp_path: Path) -> None:
@@ -55,3 +57,23 @@ def test_budget_stops_early(tmp_path: Path) -> None:
     r = read_lines(p, 0, None, None, budget=1 << 20, max_line=1 << 20)
     assert r.more and 0 < r.end < p.stat().st_size
     assert r.lines[-1].offset + len(r.lines[-1].raw) + 1 == r.end
+
+
+def test_read_head_and_read_capped_refuse_what_is_not_a_regular_file_without_waiting(tmp_path: Path) -> None:
+    """Issue 47: the one way a user's file is opened (pack, ignore files, peek...)."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    for name, reason in (("pipe", "fifo"), ("zero", "device")):
+        for read in (lambda p: read_head(p, 10), lambda p: read_capped(p, 10)):
+            with pytest.raises(Refused) as exc:
+                read(tmp_path / name)
+            assert exc.value.reason == reason and "not read" in str(exc.value)
+    f = tmp_path / "notes.md"
+    f.write_bytes(b"0123456789" * 3)
+    assert read_head(f, 12) == b"012345678901"
+    with pytest.raises(Refused) as too:
+        read_capped(f, 20, limit="the pack's file limit")
+    assert too.value.reason == "too_large" and too.value.detail == "30 bytes, over the pack's file limit (20)"
+    with pytest.raises(Refused) as ingest:
+        read_capped(f, 20)
+    assert ingest.value.detail.endswith("over ingest.max_file_bytes (20); raise it to read this file")
