@@ -114,6 +114,8 @@ class IngestSettings:
     build_workers: int = 1
     # What is never read: gitignore-style globs over file paths and session cwds (mempald.sources.exclude).
     exclude: tuple[str, ...] = ()
+    # Drawers one exchange of a file makes at most (0: no cap); the rest stays in the file (mempald.ingest.drawers).
+    max_drawers_per_exchange: int = 128
 
 
 @dataclass(frozen=True, slots=True)

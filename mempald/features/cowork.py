@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +36,7 @@ from mempal.methods.vocab import AGENTS, SENDERS
 from mempal.utf16 import units
 from mempald.errors import InvalidInput, LimitExceeded, NotFound
 from mempald.normalize.model import Exchange, Line
+from mempald.sources.reader import open_regular, read_head
 from mempald.text.redact import scrub
 
 MAX_MESSAGE_BYTES = 8 * 1024
@@ -238,12 +240,16 @@ def claude_dir_name(cwd: str) -> str:
 
 
 def _newest_first(paths: Iterator[Path]) -> list[tuple[float, Path]]:
+    """Regular files only (a FIFO, a socket or a device named like a transcript is never a candidate; what is
+    opened is checked again: ``mempald.sources.reader.open_regular``)."""
     out: list[tuple[float, Path]] = []
     for p in paths:
         try:
-            out.append((p.stat().st_mtime, p))
+            st = p.stat()
         except OSError:
             continue
+        if stat.S_ISREG(st.st_mode):
+            out.append((st.st_mtime, p))
     out.sort(key=lambda t: -t[0])
     return out
 
@@ -251,9 +257,8 @@ def _newest_first(paths: Iterator[Path]) -> list[tuple[float, Path]]:
 def _claude_cwd(path: Path) -> str | None:
     """The cwd recorded in a Claude Code transcript's first lines."""
     try:
-        with path.open("rb") as fh:
-            head = fh.read(_HEAD_BYTES)
-    except OSError:
+        head = read_head(path, _HEAD_BYTES)
+    except OSError:  # (``Refused``: not a regular file)
         return None
     for raw in head.split(b"\n"):
         if b'"cwd"' not in raw:
@@ -290,9 +295,9 @@ def find_claude_session(projects: Path, cwd: str) -> Path | None:
 
 def _first_line(path: Path) -> list[Line]:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.readline(16 * 1024 * 1024)
-    except OSError:
+    except OSError:  # (``Refused``: not a regular file)
         return []
     return [Line(0, raw.rstrip(b"\n"))] if raw.strip() else []
 
@@ -312,7 +317,7 @@ def find_codex_session(sessions: Path, cwd: str) -> tuple[Path, dict[str, Any]] 
 
 def read_tail(path: Path, window: int) -> tuple[list[Line], bool]:
     """Complete lines in the last ``window`` bytes of ``path`` with their true offsets; True if that is all."""
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:  # ``Refused`` (an OSError) for a FIFO or a device, never waited on
         size = fh.seek(0, os.SEEK_END)
         start = max(0, size - window)
         fh.seek(start)

@@ -27,6 +27,7 @@ from mempald.ingest.drawers import index_text
 from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.normalize.wings import normal_wing
 from mempald.sources.paths import checked_path
+from mempald.sources.reader import open_regular
 from mempald.state.db import State
 from mempald.store.base import PointData
 from mempald.store.gateway import StoreGateway
@@ -90,7 +91,7 @@ class Importer:
         out: dict[str, Any] = {"path": str(path), "lines": 0, "header": None, "added": 0, "replaced": 0,
                                "unchanged": 0, "blank": 0, "bad": 0, "bad_lines": [], "dry_run": dry_run}
         cap = self.settings.current.ingest.max_line_bytes
-        fh = await anyio.to_thread.run_sync(path.open, "rb")
+        fh = await anyio.to_thread.run_sync(open_regular, path)  # a FIFO swapped in is refused, not waited on
         self.running += 1
         try:
             lines = _lines(fh, cap)

@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 
 from mempald.config import config_dir
+from mempald.sources.reader import read_capped
 from mempald.text.classify import DEFAULT_ROOM_KEYWORDS
+
+TAXONOMY_MAX = 1024 * 1024
 
 
 def taxonomy_path() -> Path:
@@ -17,8 +20,8 @@ def taxonomy_path() -> Path:
 def load_taxonomy() -> dict[str, list[str]]:
     table = {k: list(v) for k, v in DEFAULT_ROOM_KEYWORDS.items()}
     try:
-        user = json.loads(taxonomy_path().read_text())
-    except (FileNotFoundError, ValueError):
+        user = json.loads(read_capped(taxonomy_path(), TAXONOMY_MAX, limit="the largest taxonomy.json"))
+    except (OSError, ValueError):  # (a FIFO or a device by that name: Refused, never waited on)
         return table
     if isinstance(user, dict):
         for room, words in user.items():

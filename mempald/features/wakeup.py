@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 import time
@@ -31,6 +32,7 @@ from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.features.viewer import SessionBrowser
 from mempald.sources.catalog import SourceSet
+from mempald.sources.reader import read_capped
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 from mempald.text.classify import has_fix, key_sentence
@@ -38,6 +40,8 @@ from mempald.text.classify import has_fix, key_sentence
 TYPE_WEIGHT = {"decision": 3.0, "milestone": 2.5, "preference": 2.0, "problem": 1.5, "emotional": 1.0}
 HALF_LIFE_DAYS = 30.0
 LINE_CHARS = 220
+IDENTITY_MAX = 1024 * 1024  # wakeup.identity_path, read whole
+PACK_TEXT_MAX = 64 * 1024 * 1024  # a pack-mode wing's knowledge_base.md, read whole for its story
 SESSIONS_SHOWN = 4  # latest sessions listed
 LEFT_CHARS = 700  # where the work was left, at most (about 180 tokens)
 OPEN_PROBLEMS = 3
@@ -266,8 +270,9 @@ def no_memory(wing: str, wings: Mapping[str, int], last: Mapping[str, str], expl
 
 def identity(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8").strip()
-    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
+        # wakeup.identity_path names it: a FIFO or a device there is refused, never waited on
+        return read_capped(path, IDENTITY_MAX, limit="the largest identity file").decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
         return ""
 
 
@@ -362,7 +367,9 @@ class WakeUp:
             return {"wing": wing, "text": text, "tokens": tokens, "drawers": [], "format": fmt, "known": False}
         if packed is not None and fmt == "text":
             # A pack-mode wing's packed knowledge base is its essential story.
-            text_pack = await anyio.to_thread.run_sync(packed.read_text)
+            raw_pack = await anyio.to_thread.run_sync(functools.partial(
+                read_capped, packed, PACK_TEXT_MAX, limit="the largest pack read for wake-up"))
+            text_pack = raw_pack.decode("utf-8", "replace")
             body = await anyio.to_thread.run_sync(llm.fit, text_pack, budget)
             story = Story(body, 0, ())
         else:

@@ -2,6 +2,12 @@
 
 Drawer ids are UUIDv5 over (machine, source kind, session, exchange key, chunk index): replays overwrite,
 never duplicate, and two machines sharing one server collection never collide.
+
+An exchange makes at most ``SourceInfo.max_drawers`` drawers (``ingest.max_drawers_per_exchange``; issue 47:
+one 10 MB prompt made 26,012 drawers and 16.5 minutes of embedding). A longer one keeps its first drawers,
+each marked ``capped`` with the exchange's length (``text_chars``) and what its drawers hold
+(``stored_chars``); the rest is not stored: the transcript it was read from (``source_path``, at
+``exchange_key``) keeps the whole text on disk, and ``mempal inspect`` and the ingest summary count it.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ class SourceInfo:
     room_keywords: dict[str, list[str]] | None = None
     importance: int | None = None  # forced importance (a memory saved by hand)
     memory_type: str | None = None  # forced memory type
+    max_drawers: int = 0  # the most drawers one exchange makes (0: no cap; a file's: ingest.max_drawers_per_exchange)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,23 @@ def content_hash(text: str) -> str:
 
 
 CONTEXT_CHARS = 1200
+# A token of the model covers at least one character and rarely more than a few: a capped exchange is split
+# only as far as this many characters per allowed token, never whole (splitting 10 MB costs seconds).
+CAP_CHARS_PER_TOKEN = 8
+
+
+def capped_pieces(text: str, max_tokens: int, count_tokens: Callable[[str], int],
+                  max_drawers: int) -> tuple[list[str], bool]:
+    """The pieces of ``text`` (``split_tokens``), at most ``max_drawers`` of them (0: all), and whether some of
+    the text was left out."""
+    if max_drawers <= 0:
+        return split_tokens(text, max_tokens, count_tokens), False
+    head_chars = max_drawers * max_tokens * CAP_CHARS_PER_TOKEN
+    head = text if len(text) <= head_chars else text[:head_chars]
+    pieces = split_tokens(head, max_tokens, count_tokens)
+    if len(pieces) > max_drawers:
+        return pieces[:max_drawers], True
+    return pieces, head is not text
 
 
 def index_text(payload: Mapping[str, Any]) -> str:
@@ -139,7 +163,7 @@ def build_drawers(
         prose = prose_of(text)
         room = src.room or classify_room(prose, src.room_keywords)
         mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)
-        pieces = split_tokens(text, max_tokens, count_tokens)
+        pieces, capped = capped_pieces(text, max_tokens, count_tokens, src.max_drawers)
         ts = parse_ts(ex.timestamp)
         base: dict[str, Any] = {
             "wing": wing,
@@ -167,6 +191,10 @@ def build_drawers(
             "status": "live",
             "chunk_count": len(pieces),
         }
+        if capped:  # the rest of the text is in the transcript (source_path, exchange_key), not in drawers
+            base["capped"] = True
+            base["text_chars"] = len(text)
+            base["stored_chars"] = sum(len(p) for p in pieces)
         if ex.tools:
             base["tools"] = sorted(set(ex.tools))
         if ex.files:

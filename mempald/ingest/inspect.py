@@ -22,7 +22,7 @@ from mempald.normalize import registry
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange
-from mempald.sources.reader import read_lines
+from mempald.sources.reader import open_regular, read_capped, read_lines
 from mempald.sources.registry import Source
 
 PROMPT_CHARS = 300  # of each exchange's prompt shown
@@ -40,9 +40,12 @@ class Reading:
     extract: bool = True
     max_line: int = 16 * 1024 * 1024
     room_keywords: dict[str, list[str]] | None = None
+    max_drawers: int = 0  # ingest.max_drawers_per_exchange (0: no cap)
+    max_file: int = 512 * 1024 * 1024  # ingest.max_file_bytes: a document is read whole
 
 
-def _parse(path: Path, source: Source, max_line: int) -> tuple[str, Parsed | None, dict[int, int], int]:
+def _parse(path: Path, source: Source, max_line: int,
+           max_file: int) -> tuple[str, Parsed | None, dict[int, int], int]:
     """(format name, parse, line numbers by offset, long lines skipped) of a unit."""
     folder = source.export_folder(path)
     if folder is not None:
@@ -58,13 +61,13 @@ def _parse(path: Path, source: Source, max_line: int) -> tuple[str, Parsed | Non
         rr = read_lines(path, 0, None, None, budget=size + 1, max_line=max_line)
         numbers = _line_numbers(path)
         return found.name, found.parse(Input(name=str(path), context=ctx, lines=rr.lines)), numbers, rr.skipped_long
-    return found.name, parse_document(found, path.read_bytes(), str(path), ctx), {}, 0
+    return found.name, parse_document(found, read_capped(path, max_file), str(path), ctx), {}, 0
 
 
 def _line_numbers(path: Path) -> dict[int, int]:
     out: dict[int, int] = {}
     off = 0
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for n, raw in enumerate(fh, 1):
             out[off] = n
             off += len(raw)
@@ -98,18 +101,20 @@ def _order(ref: int | str, numbers: dict[int, int]) -> tuple[int, str]:
     return 1 << 62, ref
 
 
-def _exchange(e: Exchange, wing: str, drawers: int) -> dict[str, Any]:
+def _exchange(e: Exchange, wing: str, drawers: int, capped_chars: int) -> dict[str, Any]:
     c = clean_text
     return {"position": e.position, "key": c(e.key), "kind": e.kind, "agent": e.agent or "", "wing": wing,
             "prompt": c(e.user[:PROMPT_CHARS]), "prompt_chars": len(e.user), "answer_chars": len(e.assistant),
             "tools": len(e.tools), "files": [c(f) for f in e.files], "parent": c(e.parent),
-            "title": c(e.title or ""), "timestamp": c(e.timestamp or ""), "drawers": drawers}
+            "title": c(e.title or ""), "timestamp": c(e.timestamp or ""), "drawers": drawers,
+            # cut to ingest.max_drawers_per_exchange: its drawers hold the start, the file the whole text
+            "capped": capped_chars > 0, "text_chars": capped_chars}
 
 
 def inspect_unit(path: Path, source: Source, how: Reading, *, rows: bool = True) -> dict[str, Any]:
     """The accounting and exchanges of one unit (a file, or the Slack export it is in), nothing stored."""
     out: dict[str, Any] = {"path": str(path), "format": "", "records": 0, "accounted": {}, "exchanges": [],
-                           "prompts": 0, "answers": 0, "drawers": 0, "redactions": {}, "rows": []}
+                           "prompts": 0, "answers": 0, "drawers": 0, "capped": 0, "redactions": {}, "rows": []}
     if source.mode == "projects":
         chunks, skipped = project_exchanges(path, source.root, path.stat().st_size)
         parsed: Parsed | None = Parsed(chunks, Ledger(), CursorContext(format="project"))
@@ -117,7 +122,7 @@ def inspect_unit(path: Path, source: Source, how: Reading, *, rows: bool = True)
         fmt_name, long_lines = "project", 0
         out["accounted"] = {f"skipped: {skipped}": 1} if skipped else {f"chunked into {len(chunks)} drawers": 1}
     else:
-        fmt_name, parsed, numbers, long_lines = _parse(path, source, how.max_line)
+        fmt_name, parsed, numbers, long_lines = _parse(path, source, how.max_line, how.max_file)
     out["format"] = fmt_name
     if parsed is None:
         out["accounted"] = {f"skipped: {UNKNOWN}": 1}
@@ -129,19 +134,24 @@ def inspect_unit(path: Path, source: Source, how: Reading, *, rows: bool = True)
         out["accounted"]["skipped: line too long"] = long_lines
     info = SourceInfo(kind=fmt_name, path=str(path), source_key=source.key, machine=how.machine, user=how.user,
                       wing=source.wing, redact=how.redact, extract=how.extract, room_keywords=how.room_keywords,
-                      default_wing=folder_wing(path, source.root))
+                      default_wing=folder_wing(path, source.root), max_drawers=how.max_drawers)
     if source.mode == "projects":
         info = replace(info, wing=source.wing or source.root.name)
     stats = BuildStats()
     drawers = build_drawers(parsed.exchanges, info, how.count_tokens, how.max_tokens, stats)
     per: dict[str, int] = {}
     wings: dict[str, str] = {}
+    capped: dict[str, int] = {}  # exchange key -> its length in characters, for those cut to the cap
     for d in drawers:
         per[d.payload["exchange_key"]] = per.get(d.payload["exchange_key"], 0) + 1
         wings.setdefault(d.payload["exchange_key"], d.payload["wing"])
+        if d.payload.get("capped"):
+            capped[d.payload["exchange_key"]] = int(d.payload["text_chars"])
     out["drawers"] = len(drawers)
+    out["capped"] = len(capped)
     out["redactions"] = dict(stats.redactions)
-    out["exchanges"] = [_exchange(e, wings.get(e.key, ""), per.get(e.key, 0)) for e in parsed.exchanges]
+    out["exchanges"] = [_exchange(e, wings.get(e.key, ""), per.get(e.key, 0), capped.get(e.key, 0))
+                        for e in parsed.exchanges]
     out["prompts"] = sum(1 for e in parsed.exchanges if e.kind == "exchange" and e.user)
     out["answers"] = sum(1 for e in parsed.exchanges if e.assistant.strip())
     if rows and source.mode != "projects":

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing
-from mempald.sources.reader import open_regular
+from mempald.sources.reader import open_regular, read_capped
+
+SETTINGS_MAX = 1024 * 1024  # a project's mempal.toml (larger: not one mempal init wrote)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +23,8 @@ def project_settings(root: Path) -> ProjectSettings:
     import tomllib
 
     try:
-        raw = tomllib.loads((root / "mempal.toml").read_text())
+        # a FIFO or a device by that name is refused, never waited on
+        raw = tomllib.loads(read_capped(root / "mempal.toml", SETTINGS_MAX).decode("utf-8"))
     except (OSError, ValueError):
         return ProjectSettings()
     wing = raw.get("wing") if isinstance(raw.get("wing"), str) else ""

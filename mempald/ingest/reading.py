@@ -47,6 +47,7 @@ class IngestResult:
     exchanges: int = 0
     drawers: int = 0
     written: int = 0
+    capped: int = 0  # exchanges cut to ingest.max_drawers_per_exchange drawers (their whole text stays in the file)
     skipped_long_lines: int = 0
     restarted: bool = False
     more: bool = False
@@ -59,7 +60,7 @@ class IngestResult:
         return {k: getattr(self, k) for k in self.__slots__ if k != "ids"}
 
     def wrote(self, w: Written) -> None:
-        self.drawers, self.written = len(w.ids), w.written
+        self.drawers, self.written, self.capped = len(w.ids), w.written, w.capped
         self.ids.extend(w.ids)
 
 
@@ -97,11 +98,15 @@ class UnitReader:
         ingest = self.settings.current.ingest
         return SourceInfo(kind=kind, path=str(path), source_key=source.key, machine=self.machine, user=self.user,
                           wing=source.wing, redact=ingest.redact_secrets, extract=ingest.extract_general,
-                          room_keywords=self.room_keywords(), default_wing=folder_wing(path, source.root), **kw)
+                          room_keywords=self.room_keywords(), default_wing=folder_wing(path, source.root),
+                          max_drawers=ingest.max_drawers_per_exchange, **kw)
 
     async def write(self, parsed: Parsed, info: SourceInfo, lane: int, res: IngestResult) -> None:
         res.exchanges = len(parsed.exchanges)
         res.wrote(await self.writer.write(parsed.exchanges, info, lane))
+        if res.capped and res.written:  # (once: a re-read of the same exchange writes nothing)
+            log.warning("exchange_capped", path=info.path, exchanges=res.capped, max_drawers=info.max_drawers,
+                        note="its first drawers are stored; the whole text stays in the file")
         st = self.status.setdefault(info.source_key, SourceStatus())
         st.exchanges += len(parsed.exchanges)
 

@@ -24,9 +24,10 @@ from mempald.normalize import claude_code, gemini, registry
 from mempald.normalize.format import Format, Input, loads
 from mempald.normalize.model import CursorContext, Line, NormalizeError
 from mempald.normalize.wings import slug
-from mempald.sources.reader import BINARY_PROBE, check_text, open_regular
+from mempald.sources.reader import BINARY_PROBE, Refused, check_text, open_regular, read_capped, read_head
 
 PARENT_MAX = 64 * 1024 * 1024  # a session file read to find a sub-agent's parent (larger ones are not read)
+SIDE_MAX = 1024 * 1024  # a small file read beside a unit (agent-<id>.meta.json, .project_root), or a first line
 EXPORT_MAX = 512 * 1024 * 1024
 # folders the tools themselves name (a user's own folder names, even "exports", are wings)
 _GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects", "archived_sessions", "subagents"})
@@ -55,10 +56,13 @@ def read_export(root: Path, max_bytes: int = EXPORT_MAX) -> dict[str, bytes]:
     total = 0
     for p in sorted(root.rglob("*.json")):
         if p.is_file():
-            data = p.read_bytes()
+            try:  # within what is left of the cap: a sparse giant .json is refused by its size, not read
+                data = read_capped(p, max_bytes - total)
+            except Refused as exc:
+                if exc.reason == "too_large":
+                    break
+                continue  # (a link to a device, swapped in since is_file)
             total += len(data)
-            if total > max_bytes:
-                break
             files[p.relative_to(root).as_posix()] = data
     return files
 
@@ -79,7 +83,7 @@ def folder_wing(path: Path, root: Path) -> str:
 def _lines(path: Path) -> list[Line]:
     out: list[Line] = []
     off = 0
-    with path.open("rb") as fh:
+    with open_regular(path, PARENT_MAX) as fh:
         for raw in fh:
             body = raw.rstrip(b"\r\n")
             if body.strip():
@@ -95,8 +99,8 @@ def _agent_id(path: Path) -> str:
 
 def _session_of(path: Path) -> str:
     try:
-        with path.open("rb") as fh:
-            first = json.loads(fh.readline() or b"{}")
+        with open_regular(path) as fh:
+            first = json.loads(fh.readline(SIDE_MAX) or b"{}")
     except (OSError, ValueError):
         return ""
     sid = first.get("sessionId") if isinstance(first, dict) else None
@@ -130,7 +134,7 @@ def subagent_context(path: Path, ctx: CursorContext) -> CursorContext:
     agent_type = ctx.agent_type
     if not agent_type and meta.is_file():
         try:
-            raw = json.loads(meta.read_bytes())
+            raw = json.loads(read_capped(meta, SIDE_MAX))
             agent_type = raw.get("agentType", "") if isinstance(raw, dict) else ""
         except (OSError, ValueError):
             agent_type = ""
@@ -208,7 +212,7 @@ def gemini_context(path: Path, ctx: CursorContext) -> CursorContext:
     for folder in folders:
         marker = folder / ".project_root"
         try:
-            text = marker.read_text(encoding="utf-8").strip() if marker.is_file() else ""
+            text = read_head(marker, SIDE_MAX).decode("utf-8").strip() if marker.is_file() else ""
         except (OSError, UnicodeError):
             text = ""
         if text.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", text):

@@ -42,6 +42,7 @@ REFRESHED = ("wing", "room", "memory_type", "importance", "title", "kind", "agen
 class Written:
     ids: list[str] = field(default_factory=list)  # every drawer the exchanges make (written or already there)
     written: int = 0  # how many were new or changed
+    capped: int = 0  # exchanges cut to their source's max_drawers (ingest.drawers.capped_pieces)
 
 
 class DrawerWriter:
@@ -85,7 +86,8 @@ class DrawerWriter:
             fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
             if fresh > 0:
                 await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
-        return Written([d.id for d in drawers], len(changed))
+        capped = {d.payload["exchange_key"] for d in drawers if d.payload.get("capped")}
+        return Written([d.id for d in drawers], len(changed), len(capped))
 
     async def _build(self, exchanges: Sequence[Exchange], info: SourceInfo, previous: dict[str, str],
                      lane: int) -> Built:

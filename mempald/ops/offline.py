@@ -131,8 +131,9 @@ def cmd_pack(args: argparse.Namespace) -> int:
     r = run_pack(_embedder(), root, out, fmt=args.format, chunk_size=args.chunk_size,
                  compression_target=args.compression_target, topic=args.topic, token_budget=args.token_budget)
     h = r["header"]
+    skipped = "".join(f"; not read: {x['file']} ({x['reason']})" for x in r["skipped"])
     _print(r, args.json, f"packed {h.get('files')} files: {h.get('tokens_in')} -> {h.get('tokens_out')} tokens; "
-                         f"wrote {', '.join(r['paths'])}")
+                         f"wrote {', '.join(r['paths'])}{skipped}")
     return 0
 
 

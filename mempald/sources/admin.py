@@ -160,8 +160,8 @@ class SourceAdmin:
     async def mine(self, raw_paths: tuple[str, ...], *, mode: str, limit: int, dry_run: bool, wing: str | None,
                    root: str | None) -> dict[str, Any]:
         """One-off ingest of paths (files or folders) with a summary; ``dry_run`` lists what would be read."""
-        summary: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {},
-                                   "skipped_files": [], "errors": []}
+        summary: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "capped": 0,
+                                   "skipped": {}, "skipped_files": [], "errors": []}
         groups: list[tuple[Path, list[Path] | None]]
         if root:
             base = checked_path(root)
@@ -185,8 +185,11 @@ class SourceAdmin:
                     self._account(summary, source, f, *why)
                     continue
                 res: IngestResult = await self.ingestor.ingest_path(f, source, FRESH)
+                capped = res.capped
                 while res.more:
                     res = await self.ingestor.ingest_path(f, source, FRESH)
+                    capped += res.capped
+                summary["capped"] += capped  # exchanges cut to ingest.max_drawers_per_exchange
                 if res.refused:  # it changed between the check and the read (the ingestor counted and logged it)
                     if len(summary["skipped_files"]) < LISTED_MAX:
                         summary["skipped_files"].append(f"{f}: {res.refused}")

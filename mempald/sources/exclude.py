@@ -32,6 +32,7 @@ from typing import Any
 from pathspec import GitIgnoreSpec
 
 from mempald import logs
+from mempald.sources.reader import read_head
 
 IGNORE_FILE = ".mempalignore"
 IGNORE_TTL_S = 2.0  # how long a folder's "has no .mempalignore" answer is trusted
@@ -113,10 +114,12 @@ class IgnoreFile:
 
 def _read_ignore(path: Path, stamp: tuple[int, int]) -> IgnoreFile:
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(IGNORE_MAX_BYTES)
-    except OSError:
-        raw = b""  # unreadable: the cautious reading (an ignore file that says nothing excludes the project)
+        raw = read_head(path, IGNORE_MAX_BYTES)  # a FIFO or a device by that name is refused, never waited on
+    except OSError as exc:
+        # unreadable: the cautious reading (an ignore file that says nothing excludes the project)
+        log.warning("ignore_file_unreadable", path=str(path), reason=getattr(exc, "reason", "unreadable"),
+                    error=str(exc), excludes="the whole project")
+        raw = b""
     lines = [ln for ln in raw.decode("utf-8", "replace").splitlines() if ln.strip() and not ln.startswith("#")]
     return IgnoreFile(path, GitIgnoreSpec.from_lines(lines) if lines else None, stamp)
 

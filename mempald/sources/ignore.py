@@ -25,6 +25,8 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from mempald.sources.reader import read_head
+
 SKIP_DIRS: frozenset[str] = frozenset({
     # version control
     ".git", ".hg", ".svn", ".bzr", "_darcs", ".jj",
@@ -104,8 +106,7 @@ _GITIGNORE_MAX = 1_000_000  # a .gitignore larger than this is not a .gitignore
 
 def _load_spec(path: Path) -> GitIgnoreSpec | None:
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(_GITIGNORE_MAX)
+        raw = read_head(path, _GITIGNORE_MAX)  # a FIFO or a device by that name is refused, never waited on
     except OSError:
         return None
     lines = raw.decode("utf-8", "replace").splitlines()

@@ -12,6 +12,11 @@ it, and ``open_regular`` opens without blocking and checks what it opened (no ra
 Files over ``ingest.max_file_bytes`` are refused by the callers that read whole files. A link in a watched
 folder whose target lies outside every watched folder is not read either (``link_refusal``), in conversation
 folders as in code projects (whose walk never follows a link): watching the target reads it.
+
+This is the one way the daemon opens a file a user controls (a watched folder's, a pack's input, a peeked
+transcript, an ignore file): ``open_regular`` to stream it, ``read_capped`` to read it whole within a cap (the
+cap's setting named in the refusal), ``read_head`` for its first bytes. All three raise ``Refused`` (an
+``OSError``) for a FIFO, a socket, a device or a file of ``/proc``, without waiting on it (issues 22 and 47).
 """
 
 from __future__ import annotations
@@ -84,17 +89,22 @@ _WHAT = {"fifo": "a FIFO (named pipe)", "socket": "a socket", "device": "a devic
          "special": "not a regular file"}
 
 
-def refusal(st: os.stat_result, max_bytes: int | None = None, *, pseudo_only: bool = False) -> tuple[str, str] | None:
+MAX_FILE_SETTING = "ingest.max_file_bytes"
+
+
+def refusal(st: os.stat_result, max_bytes: int | None = None, *, pseudo_only: bool = False,
+            limit: str = MAX_FILE_SETTING) -> tuple[str, str] | None:
     """(reason, detail) when a file with this ``stat`` (links followed) is not to be read, else None.
-    ``pseudo_only``: only whether it lies on a pseudo filesystem (for a folder)."""
+    ``pseudo_only``: only whether it lies on a pseudo filesystem (for a folder); ``limit``: the name of the
+    setting (or constant) ``max_bytes`` comes from, for the message."""
     kind = kind_of(st.st_mode)
     if kind != "regular" and not pseudo_only:
         return kind, f"{_WHAT[kind]}, not a regular file"
     if st.st_dev in _pseudo_devices():
         return "pseudo_file", "a file of a kernel pseudo filesystem (/proc, /sys, /dev)"
     if max_bytes is not None and st.st_size > max_bytes:
-        return TOO_LARGE, (f"{st.st_size:,} bytes, over ingest.max_file_bytes ({max_bytes:,}); raise it to read "
-                           "this file")
+        advice = "; raise it to read this file" if limit == MAX_FILE_SETTING else ""
+        return TOO_LARGE, f"{st.st_size:,} bytes, over {limit} ({max_bytes:,}){advice}"
     return None
 
 
@@ -142,13 +152,13 @@ def check_file(path: Path, max_bytes: int | None = None) -> os.stat_result:
     return st
 
 
-def open_regular(path: Path, max_bytes: int | None = None) -> BinaryIO:
+def open_regular(path: Path, max_bytes: int | None = None, *, limit: str = MAX_FILE_SETTING) -> BinaryIO:
     """Open a file for reading only if it is a regular file (and within ``max_bytes``): the open never blocks
     (``O_NONBLOCK``: a FIFO with no writer would hang it), and what was opened is checked, not the name."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
-        why = refusal(os.fstat(fd), max_bytes)
+        why = refusal(os.fstat(fd), max_bytes, limit=limit)
         if why is not None:
             raise Refused(path, *why)
         os.set_blocking(fd, True)
@@ -158,14 +168,20 @@ def open_regular(path: Path, max_bytes: int | None = None) -> BinaryIO:
         raise
 
 
-def read_capped(path: Path, max_bytes: int) -> bytes:
+def read_capped(path: Path, max_bytes: int, *, limit: str = MAX_FILE_SETTING) -> bytes:
     """The whole of a regular file of at most ``max_bytes`` (``Refused`` otherwise), in bounded memory even if
     the file grows while it is read."""
-    with open_regular(path, max_bytes) as fh:
+    with open_regular(path, max_bytes, limit=limit) as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise Refused(path, TOO_LARGE, f"grew past ingest.max_file_bytes ({max_bytes:,}) while read")
+        raise Refused(path, TOO_LARGE, f"grew past {limit} ({max_bytes:,}) while read")
     return data
+
+
+def read_head(path: Path, max_bytes: int) -> bytes:
+    """At most the first ``max_bytes`` of a regular file, whatever its size (``Refused`` for one that is not)."""
+    with open_regular(path) as fh:
+        return fh.read(max_bytes)
 
 
 def prefix_hash(path: Path, offset: int) -> str:

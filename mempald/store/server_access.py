@@ -22,6 +22,7 @@ from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from mempald import logs
+from mempald.sources.reader import read_head
 from mempald.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 log = logs.get("store.server")
 
 # qdrant-client warns when an API key goes over plain http; we log our own line instead (see open_client).
+KEY_FILE_MAX = 64 * 1024  # store.api_key_file: a key, not a file to read whole
 _INSECURE_KEY_WARNING = "Api key is used with an insecure connection"
 
 
@@ -74,7 +76,7 @@ def read_api_key(settings: StoreSettings, env: Mapping[str, str] | None = None) 
         return None
     path = Path(settings.api_key_file).expanduser()
     try:
-        value = path.read_text(encoding="utf-8").strip()
+        value = read_head(path, KEY_FILE_MAX).decode("utf-8").strip()  # a FIFO there is refused, not waited on
         mode = path.stat().st_mode
     except OSError as exc:
         raise StoreError(f"store.api_key_file: cannot read {path}: {exc.strerror or type(exc).__name__}") from None

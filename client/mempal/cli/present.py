@@ -136,6 +136,9 @@ def mine(_args: argparse.Namespace, r: Any) -> str:
     else:
         lines = [f"read {r['files']} files: {r['exchanges']} exchanges, {r['drawers']} drawers "
                  f"({r['written']} new or changed)"]
+    if r.get("capped"):
+        lines.append(f"  capped {r['capped']} exchanges at ingest.max_drawers_per_exchange drawers (their first "
+                     "drawers stored; the whole text stays in the file)")
     lines += [f"  skipped {n}: {reason}" for reason, n in sorted(r["skipped"].items())]
     lines += [f"  error: {err}" for err in r["errors"][:20]]
     return "\n".join(lines)
@@ -167,6 +170,9 @@ def inspect(_args: argparse.Namespace, r: Any) -> str:
         prompt = " ".join(e["prompt"].split())[:100] or "(no prompt)"
         lines.append(f"  {head}: {prompt}  [{e['answer_chars']} chars of answer, {e['tools']} tool calls, "
                      f"{e['drawers']} drawers, wing {e['wing']}]")
+        if e.get("capped"):
+            lines.append(f"    capped: {e['text_chars']:,} chars, more than ingest.max_drawers_per_exchange drawers "
+                         "hold; they store its start, the file keeps the whole text")
     return "\n".join(lines)
 
 
@@ -194,6 +200,7 @@ def pack(_args: argparse.Namespace, r: Any) -> str:
     lines = [f"packed {h.get('files')} files: {h.get('tokens_in')} -> {h.get('tokens_out')} tokens "
              f"({h.get('ratio')}:1, target {h.get('target')}{'' if h.get('target_met') else ' NOT met'})"]
     lines += [f"  note: {note}" for note in r.get("notes", [])]
+    lines += [f"  not read: {s['file']} ({s['reason']}: {s['detail']})" for s in r.get("skipped", [])]
     lines += [f"  wrote {p}" for p in r["paths"]]
     return "\n".join(lines)
 

@@ -103,12 +103,12 @@ def _watch_live(interval: float, until_idle: bool) -> int:
 
 def mine_with_progress(params: dict[str, Any], plan: list[list[str]], quiet: bool) -> dict[str, Any]:
     """Mine the planned files in small batches, with a progress bar (rich) and one merged summary."""
-    total: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "skipped": {}, "errors": [],
-                             "dry_run": False}
+    total: dict[str, Any] = {"files": 0, "exchanges": 0, "drawers": 0, "written": 0, "capped": 0, "skipped": {},
+                             "errors": [], "dry_run": False}
 
     def merge(r: dict[str, Any]) -> None:
-        for k in ("files", "exchanges", "drawers", "written"):
-            total[k] += r[k]
+        for k in ("files", "exchanges", "drawers", "written", "capped"):
+            total[k] += r.get(k, 0)
         for k, v in r["skipped"].items():
             total["skipped"][k] = max(total["skipped"].get(k, 0), v)
         total["errors"] += r["errors"]

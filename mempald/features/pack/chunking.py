@@ -15,13 +15,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mempald.features.pack.result import PackError, TokenCounter
+from mempald.features.pack.result import PackError, Skipped, TokenCounter
+from mempald.sources.reader import TOO_LARGE, Refused, read_capped
 from mempald.text.chunking import split_tokens
 
 MD_SUFFIXES = (".md", ".markdown")
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 HARD_BREAK_LEVEL = 1  # headings at this level or above always start a chunk
 SIGNATURE = "packed by mempal"  # in the header of every file we write: never pack our own output
+# What pack reads, in bounded memory (issue 47: a sparse 1.5 GB huge.md grew the daemon to 23 GB): a markdown
+# file over MAX_FILE_BYTES is skipped, and once the files read reach MAX_TOTAL_BYTES the rest are skipped (each
+# named in the result with its reason, as a FIFO, a device or a file of /proc is).
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^\s{0,3}(#{1,6})(?:\s+(.*?))?\s*$")
@@ -94,16 +100,38 @@ def is_own_output(text: str) -> bool:
     return any(line.startswith(">") and SIGNATURE in line.lower() for line in head)
 
 
-def read_sources(root: Path) -> list[SourceFile]:
-    """Every markdown file under ``root`` except packs we wrote ourselves, newlines normalised."""
+def read_sources(root: Path, max_file_bytes: int = MAX_FILE_BYTES,
+                 max_total_bytes: int = MAX_TOTAL_BYTES) -> tuple[list[SourceFile], list[Skipped]]:
+    """Every markdown file under ``root`` except packs we wrote ourselves, newlines normalised, and the files
+    not read with their reason: the ingest's refusals (``fifo``, ``socket``, ``device``, ``pseudo_file``,
+    ``too_large``: ``mempald.sources.reader``, never waited on), ``unreadable`` for any other error."""
     out: list[SourceFile] = []
+    skipped: list[Skipped] = []
+    total = 0
     for path in discover(root):
-        text = path.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+        rel = path.relative_to(root).as_posix()
+        past = f"the files read before it reach the pack's {max_total_bytes:,} bytes"
+        try:
+            size = path.stat().st_size  # (a FIFO's is 0: read_capped refuses it without waiting)
+            if size <= max_file_bytes and total + size > max_total_bytes:
+                raise Refused(path, TOO_LARGE, past)
+            raw = read_capped(path, max_file_bytes, limit="the pack's file limit")
+            if total + len(raw) > max_total_bytes:  # (it grew since its stat)
+                raise Refused(path, TOO_LARGE, past)
+        except Refused as exc:
+            skipped.append(Skipped(rel, exc.reason, exc.detail))
+            continue
+        except OSError as exc:
+            skipped.append(Skipped(rel, "unreadable", exc.strerror or str(exc)))
+            continue
+        total += len(raw)
+        text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+        del raw
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         if is_own_output(text):
             continue
-        out.append(SourceFile(len(out), path.relative_to(root).as_posix(), text, tuple(text.split("\n"))))
-    return out
+        out.append(SourceFile(len(out), rel, text, tuple(text.split("\n"))))
+    return out, skipped
 
 
 def clean_heading(text: str) -> str:

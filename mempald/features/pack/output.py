@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from mempald.features.pack.render import INDEX_NAME, KB_NAME, render_multi, render_single, topic_filenames
 from mempald.features.pack.result import PackError, PackResult
+from mempald.sources.reader import read_capped, read_head
+
+MAX_PACK_JSON_BYTES = 256 * 1024 * 1024  # a pack's JSON read back for pruning (larger: not a pack we wrote)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -20,6 +23,14 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _is_ours(path: Path) -> bool:
+    """A topic file an earlier pack wrote (its header says so); a FIFO or a device by that name is left alone."""
+    try:
+        return b"packed by mempal" in read_head(path, 4096)
+    except OSError:
+        return False
 
 
 def dumps(result: PackResult) -> str:
@@ -40,7 +51,7 @@ def write_pack(result: PackResult, out: Path, fmt: Literal["single", "multi"] = 
     files = render_multi(result)
     keep = set(topic_filenames(result))
     for stale in sorted(out.glob("[0-9][0-9]-*.md")):
-        if stale.name not in keep and "packed by mempal" in stale.read_text(encoding="utf-8", errors="replace"):
+        if stale.name not in keep and _is_ours(stale):
             stale.unlink()
     for name, text in files.items():
         _atomic_write(out / name, text)
@@ -78,7 +89,7 @@ def load_pack(json_path: Path) -> PackResult:
     """Read a pack from its JSON (or from the markdown next to it)."""
     path = twin_json(json_path)
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(read_capped(path, MAX_PACK_JSON_BYTES, limit="the largest pack JSON read"))
     except FileNotFoundError as exc:
         raise PackError(
             f"{path} not found: prune reads the JSON twin that `mempal pack` writes next to the markdown"

@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mempald.features.pack.chunking import Chunk, SourceFile, chunk_sources, parse_blocks, read_sources
+from mempald.features.pack.chunking import (
+    MAX_FILE_BYTES,
+    MAX_TOTAL_BYTES,
+    Chunk,
+    SourceFile,
+    chunk_sources,
+    parse_blocks,
+    read_sources,
+)
 from mempald.features.pack.cluster import DEDUP_THRESHOLD, EMBED_WINDOW, cluster, dedup, embed_chunks, normalize
 from mempald.features.pack.facts import MAX_FACTS, candidates, select_facts
 from mempald.features.pack.importance import importance_scores
@@ -93,24 +101,29 @@ def pack_directory(
     topic: str | None = None,
     summarizer: Summarizer | None = None,
     progress: PackProgress | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
 ) -> PackResult:
     """Pack every markdown file under ``root`` (sorted, hidden folders and our own output skipped).
 
     ``embed`` and ``count_tokens`` are the daemon's model (or any stand-in); ``summarizer`` defaults to
     the extractive one. Raises ``PackError`` for bad arguments, an empty folder or one without text.
     Reads files and nothing else: the caller writes the result with ``write_pack``. ``progress`` hears each
-    stage and its steps (``mempald.features.pack.progress``)."""
+    stage and its steps (``mempald.features.pack.progress``). A file that is not a regular one (a FIFO, a
+    device), is over ``max_file_bytes`` or past ``max_total_bytes`` of the folder is not read: the result's
+    ``skipped`` names it with its reason."""
     if chunk_size < MIN_CHUNK_SIZE:
         raise PackError(f"--chunk-size must be at least {MIN_CHUNK_SIZE} tokens (got {chunk_size})")
     if not compression_target > 0:
         raise PackError(f"--compression-target must be above 0 (got {compression_target})")
     root = root.resolve()
-    sources = read_sources(root)
+    sources, skipped = read_sources(root, max_file_bytes, max_total_bytes)
     if progress is not None:
         progress.begin("reading", len(sources))
         progress.step(len(sources))
     if not sources:
-        raise PackError(f"no markdown files (*.md, *.markdown) under {root}")
+        refused = "".join(f"; {s.file} not read: {s.detail}" for s in skipped[:5])
+        raise PackError(f"no markdown files (*.md, *.markdown) under {root}{refused}")
     tokens_in = sum(count_tokens(s.text) for s in sources)
     all_chunks = chunk_sources(sources, count_tokens, chunk_size)
     if not all_chunks:
@@ -222,6 +235,7 @@ def pack_directory(
                     "overview_tokens": step.overview,
                 },
                 notes,
+                tuple(skipped),
             ),
             count_tokens,
         )

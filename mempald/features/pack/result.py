@@ -189,6 +189,23 @@ class Duplicate:
 
 
 @dataclass(frozen=True, slots=True)
+class Skipped:
+    """A markdown file that was not read: ``reason`` is the ingest's refusal (``fifo``, ``device``,
+    ``too_large``...: ``mempald.sources.reader``) or ``unreadable``; ``detail`` says why in words."""
+
+    file: str  # relative to the root
+    reason: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "reason": self.reason, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Skipped:
+        return cls(str(d["file"]), str(d.get("reason", "")), str(d.get("detail", "")))
+
+
+@dataclass(frozen=True, slots=True)
 class PackResult:
     header: PackHeader
     overview: str
@@ -198,6 +215,7 @@ class PackResult:
     duplicates: tuple[Duplicate, ...] = ()
     stats: dict[str, Any] = field(default_factory=dict)  # chunking/clustering figures, JSON scalars only
     notes: tuple[str, ...] = ()  # what was shortened or pruned, in order
+    skipped: tuple[Skipped, ...] = ()  # markdown files not read, with their reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -211,6 +229,7 @@ class PackResult:
             "duplicates": [d.to_json() for d in self.duplicates],
             "stats": dict(self.stats),
             "notes": list(self.notes),
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
     @classmethod
@@ -229,6 +248,7 @@ class PackResult:
                 duplicates=tuple(Duplicate.from_json(x) for x in d.get("duplicates", [])),
                 stats=dict(d.get("stats", {})),
                 notes=tuple(str(n) for n in d.get("notes", [])),
+                skipped=tuple(Skipped.from_json(x) for x in d.get("skipped", [])),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PackError(f"malformed pack JSON: {exc!r}") from exc

@@ -48,7 +48,8 @@ def run_pack(
     token_budget: int = 0,
     progress: PackProgress | None = None,
 ) -> dict[str, Any]:
-    """Pack ``root`` into ``out`` (blocking); prune to ``token_budget`` when given. ``progress`` follows it."""
+    """Pack ``root`` into ``out`` (blocking); prune to ``token_budget`` when given. ``progress`` follows it.
+    ``skipped`` lists the markdown files not read (a FIFO, a device, one too large: ``pack.chunking``)."""
     embed = pack_embed(embedder, progress)
     try:
         result = pack_directory(root, embed=embed, count_tokens=embedder.count_tokens, chunk_size=chunk_size,
@@ -74,7 +75,7 @@ def run_pack(
     if progress is not None:
         progress.step()
     return {"paths": [str(p) for p in paths], "header": result.header.to_json(), "notes": list(result.notes),
-            "prune": plan_text}
+            "prune": plan_text, "skipped": [s.to_json() for s in result.skipped]}
 
 
 def run_prune(

@@ -51,7 +51,8 @@ class PackWatcher:
                     job = functools.partial(run_pack, self.embedder, source.root, source.pack_output(),
                                             token_budget=source.token_budget, progress=progress)
                     res = await anyio.to_thread.run_sync(job, limiter=self.limiter)
-                    log.info("repacked", source=key, paths=res["paths"])
+                    log.info("repacked", source=key, paths=res["paths"],
+                             skipped={x["file"]: x["reason"] for x in res["skipped"]})
                 except Exception as exc:
                     log.warning("pack_failed", source=key, error=str(exc))
                 finally:

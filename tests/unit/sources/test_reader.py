@@ -3,7 +3,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mempald.sources.reader import LINK_OUTSIDE, link_refusal, prefix_hash, read_lines
+import pytest
+
+from mempald.sources.reader import LINK_OUTSIDE, Refused, link_refusal, prefix_hash, read_capped, read_head, read_lines
 
 
 def test_partial_last_line_waits(tmp_path: Path) -> None:
@@ -73,3 +75,23 @@ def test_link_refusal_refuses_only_links_out_of_every_watched_folder(tmp_path: P
     assert reason == LINK_OUTSIDE and str(elsewhere / "b.jsonl") in detail and str(root) in detail
     assert link_refusal(root / "out.jsonl", root, [elsewhere]) is None  # the user watches its target
     assert link_refusal(root / "dangling.jsonl", root) is None  # refused when opened, as before
+
+
+def test_read_head_and_read_capped_refuse_what_is_not_a_regular_file_without_waiting(tmp_path: Path) -> None:
+    """Issue 47: the one way a user's file is opened (pack, ignore files, peek...)."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    for name, reason in (("pipe", "fifo"), ("zero", "device")):
+        for read in (lambda p: read_head(p, 10), lambda p: read_capped(p, 10)):
+            with pytest.raises(Refused) as exc:
+                read(tmp_path / name)
+            assert exc.value.reason == reason and "not read" in str(exc.value)
+    f = tmp_path / "notes.md"
+    f.write_bytes(b"0123456789" * 3)
+    assert read_head(f, 12) == b"012345678901"
+    with pytest.raises(Refused) as too:
+        read_capped(f, 20, limit="the pack's file limit")
+    assert too.value.reason == "too_large" and too.value.detail == "30 bytes, over the pack's file limit (20)"
+    with pytest.raises(Refused) as ingest:
+        read_capped(f, 20)
+    assert ingest.value.detail.endswith("over ingest.max_file_bytes (20); raise it to read this file")
