@@ -27,7 +27,7 @@ from mempald.ingest.drawers import CONTEXT_CHARS, index_text
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.sources.catalog import SourceSet
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.state.db import State
 from mempald.store.base import Filters, PointData, StoredPoint
 from mempald.store.gateway import StoreGateway

@@ -35,7 +35,7 @@ from mempald.ingest.writer import DrawerWriter
 from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.sources.reader import Refused
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway

@@ -26,7 +26,7 @@ from mempald.sources.catalog import SourceSet
 from mempald.sources.events import EventRouter
 from mempald.sources.paths import checked_path
 from mempald.sources.reader import BINARY, BINARY_PROBE, binary_content, open_regular, refusal
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.sources.scan import Scanner
 from mempald.text.classify import room_for_path
 
