@@ -30,7 +30,6 @@ from mempald.features.exclusions import Exclusions
 from mempald.features.export import Exporter
 from mempald.features.filegate import FileGate
 from mempald.features.forget import Forgetter
-from mempald.features.forget_list import Admission, ForgetList
 from mempald.features.importer import Importer
 from mempald.features.keyword_reindex import KeywordReindex
 from mempald.features.kg import KnowledgeGraph
@@ -45,6 +44,7 @@ from mempald.features.viewer import SessionBrowser
 from mempald.features.wakeup import WakeUp
 from mempald.ingest.build_pool import BuildPool, BuildSpec
 from mempald.ingest.dense import DenseWorker
+from mempald.ingest.forget_list import Admission, ForgetList
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.loop import IngestLoops
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
