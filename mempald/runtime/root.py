@@ -46,9 +46,12 @@ from mempald.ingest.build_pool import BuildPool, BuildSpec
 from mempald.ingest.dense import DenseWorker
 from mempald.ingest.forget_list import Admission, ForgetList
 from mempald.ingest.ingestor import Ingestor
-from mempald.ingest.loop import IngestLoops
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
 from mempald.ingest.review import SourceReview
+from mempald.intake.admin import SourceAdmin
+from mempald.intake.events import EventRouter
+from mempald.intake.loop import IngestLoops
+from mempald.intake.scan import Scanner
 from mempald.ops import faults
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
@@ -62,11 +65,8 @@ from mempald.rpc.viewer import ViewerMethods
 from mempald.runtime.status import StatusReport
 from mempald.search import ranking
 from mempald.search.searcher import Searcher
-from mempald.sources.admin import SourceAdmin
 from mempald.sources.catalog import SourceSet
-from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
-from mempald.sources.scan import Scanner
 from mempald.state.db import State, StateDamaged, state_missing
 from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
