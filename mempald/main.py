@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     # The lock first, before the runtime's imports (0.4 s): from then on a client sees a daemon starting and waits
     # for it (``mempal.paths.starting_daemon``) instead of saying none runs. ``run`` reports a lock not taken.
     from mempald.config import data_dir
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     lock = instance_lock(data_dir())
     with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def daemon_stopped() -> bool:
     """No daemon runs on this data dir: nobody holds its instance lock (a daemon that holds it but does not
     answer is hung, not stopped)."""
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     if not data_dir().is_dir():
         return True
@@ -60,8 +60,8 @@ def _embedder() -> Any:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from mempald.embed.embedder import DEFAULT_DIM
     from mempald.errors import InvalidInput
+    from mempald.lock import instance_lock
     from mempald.ops.migrate import migrate, open_target, target_spec
-    from mempald.runtime.lock import instance_lock
     from mempald.store.locate import open_location
 
     settings = load_settings()

@@ -363,7 +363,7 @@ def _text(r: dict[str, Any]) -> str:
 
 
 def main_repair(as_json: bool = False) -> int:
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     try:
         settings = load_settings()

@@ -39,6 +39,7 @@ from mempald.features.memories import Memories
 from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
+from mempald.features.status import StatusReport
 from mempald.features.taxonomy import Taxonomy
 from mempald.features.viewer import SessionBrowser
 from mempald.features.wakeup import WakeUp
@@ -52,7 +53,6 @@ from mempald.intake.admin import SourceAdmin
 from mempald.intake.events import EventRouter
 from mempald.intake.loop import IngestLoops
 from mempald.intake.scan import Scanner
-from mempald.ops import faults
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
 from mempald.rpc.data import DataMethods
@@ -62,12 +62,12 @@ from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
 from mempald.rpc.viewer import ViewerMethods
-from mempald.runtime.status import StatusReport
 from mempald.search import ranking
 from mempald.search.searcher import Searcher
 from mempald.sources.catalog import SourceSet
 from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State, StateDamaged, state_missing
+from mempald.store import faults
 from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
