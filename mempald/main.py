@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("repair", help="rebuild a damaged state database or store from what survives (the daemon "
                        "must be stopped); transcripts still on disk are read again")
     p.add_argument("--json", action="store_true")
+    from mempald.benchmarks import longmemeval
     from mempald.ops import offline
 
+    longmemeval.register(sub)  # `mempald bench longmemeval FILE`
     offline.register(sub)
     args = parser.parse_args(argv)
     if args.command in ("install-service", "uninstall-service"):
