@@ -34,13 +34,13 @@ from mempald.features.importer import Importer
 from mempald.features.keyword_reindex import KeywordReindex
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
-from mempald.features.ledger import TokenLedger
 from mempald.features.memories import Memories
 from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
 from mempald.features.status import StatusReport
 from mempald.features.taxonomy import Taxonomy
+from mempald.features.token_ledger import TokenLedger
 from mempald.features.viewer import SessionBrowser
 from mempald.features.wakeup import WakeUp
 from mempald.ingest.build_pool import BuildPool, BuildSpec
