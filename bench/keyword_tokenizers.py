@@ -26,9 +26,9 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from locomo import CATEGORIES, DEFAULT_DATA, _ingest, aggregate, gold_ids, load, score_question  # noqa: E402
 
+from mempald.benchmarks.palace import open_bench_palace  # noqa: E402
 from mempald.embed.sparse import TOKENIZERS, Bm25Encoder  # noqa: E402
 from mempald.ingest.drawers import index_text  # noqa: E402
-from mempald.ops.bench_palace import open_bench_palace  # noqa: E402
 from mempald.runtime.root import Daemon  # noqa: E402
 from mempald.search.ranking import SearchOptions  # noqa: E402
 from mempald.search.searcher import Searcher, SearchRequest  # noqa: E402

@@ -47,12 +47,12 @@ import anyio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from mempald.benchmarks.palace import open_bench_palace  # noqa: E402
 from mempald.ingest.dense import DenseWorker  # noqa: E402
 from mempald.ingest.drawers import SourceInfo  # noqa: E402
 from mempald.ingest.ingestor import Ingestor  # noqa: E402
 from mempald.ingest.queues import BACKFILL  # noqa: E402
 from mempald.normalize.model import Exchange  # noqa: E402
-from mempald.ops.bench_palace import open_bench_palace  # noqa: E402
 from mempald.runtime.root import Daemon  # noqa: E402
 from mempald.search.ranking import SearchOptions  # noqa: E402
 from mempald.search.searcher import Searcher, SearchRequest  # noqa: E402

@@ -1,6 +1,6 @@
 """LongMemEval retrieval benchmark: ``python bench/longmemeval.py FILE [--limit N] [--threads N] [--json PATH]``.
 
-The runner is ``mempald.ops.longmemeval`` (installed, so ``mempald bench longmemeval FILE`` and
+The runner is ``mempald.benchmarks.longmemeval`` (installed, so ``mempald bench longmemeval FILE`` and
 ``mempal bench longmemeval FILE`` run the same code): one wing per question, the real ingest, store and
 search; session R@5, R@10 (recall-any, as MemPalace and mempal report them), recall-all, NDCG@10, and turn
 recall from ``has_answer``. The data (LongMemEval_S, MIT) is read by path, never copied into this repository.
@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mempald.ops import longmemeval  # noqa: E402
+from mempald.benchmarks import longmemeval  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("repair", help="rebuild a damaged state database or store from what survives (the daemon "
                        "must be stopped); transcripts still on disk are read again")
     p.add_argument("--json", action="store_true")
+    from mempald.benchmarks import longmemeval
     from mempald.ops import offline
 
+    longmemeval.register(sub)  # `mempald bench longmemeval FILE`
     offline.register(sub)
     args = parser.parse_args(argv)
     if args.command in ("install-service", "uninstall-service"):
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     # The lock first, before the runtime's imports (0.4 s): from then on a client sees a daemon starting and waits
     # for it (``mempal.paths.starting_daemon``) instead of saying none runs. ``run`` reports a lock not taken.
     from mempald.config import data_dir
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     lock = instance_lock(data_dir())
     with contextlib.suppress(OSError):

@@ -21,7 +21,7 @@ import anyio.to_thread
 from mempal import tokens as llm
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, NotFound
-from mempald.features.ledger import TokenLedger
+from mempald.features.token_ledger import TokenLedger
 from mempald.features.viewer import SessionBrowser, drawer_record
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway

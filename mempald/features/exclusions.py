@@ -16,7 +16,7 @@ import anyio.to_thread
 from mempald.config import ConfigError, SettingsRef, read_raw, write_raw
 from mempald.errors import InvalidInput, NotFound
 from mempald.features.forget import Forgetter
-from mempald.sources.admin import SourceAdmin
+from mempald.intake.admin import SourceAdmin
 from mempald.sources.exclude import ExcludeError, ExcludeFilter, Glob
 
 

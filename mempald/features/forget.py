@@ -1,5 +1,5 @@
 """``mempal forget``: every drawer of a transcript, a session or a wing (and room), soft-deleted in one audited
-step and kept forgotten (the forget list, ``mempald.features.forget_list``).
+step and kept forgotten (the forget list, ``mempald.ingest.forget_list``).
 
 The answer says what the selection holds (drawers by wing and room, sessions, transcripts) before anything is
 changed; ``dry_run`` stops there. A forget is audited once (who, when, why, what), and ``purge`` removes the
@@ -22,12 +22,12 @@ import anyio.to_thread
 
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import InvalidInput
-from mempald.features.forget_list import MIRROR_KEY, NOT_FROM_FILES, ForgetList, Rule, from_file
 from mempald.ingest.drawers import CONTEXT_CHARS, index_text
+from mempald.ingest.forget_list import MIRROR_KEY, NOT_FROM_FILES, ForgetList, Rule, from_file
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.sources.catalog import SourceSet
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.state.db import State
 from mempald.store.base import Filters, PointData, StoredPoint
 from mempald.store.gateway import StoreGateway

@@ -96,7 +96,7 @@ def _check_empty() -> Settings:
 
 def restore(src: Path, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Restore the backup at ``src`` into this data dir (module docstring). Blocking."""
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     src = src.expanduser().resolve()
     if not src.is_dir():

@@ -35,13 +35,13 @@ from mempald.ingest.writer import DrawerWriter
 from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.sources.reader import Refused
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 
 if TYPE_CHECKING:
-    from mempald.features.forget_list import Admission
+    from mempald.ingest.forget_list import Admission
 
 __all__ = ["UNKNOWN", "IngestResult", "Ingestor", "SourceStatus"]
 log = logs.get("ingest")
@@ -70,7 +70,7 @@ class Ingestor:
         admit: Admission | None = None,
         pool: BuildPool | None = None,
     ) -> None:
-        self.admit = admit  # the user's exclusions and forgets (mempald.features.forget_list); None: none
+        self.admit = admit  # the user's exclusions and forgets (mempald.ingest.forget_list); None: none
         self.settings = settings
         self.state = state
         self.store = store

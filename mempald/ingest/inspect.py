@@ -23,7 +23,7 @@ from mempald.normalize.format import Input, Parsed
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange
 from mempald.sources.reader import open_regular, read_capped, read_lines
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 
 PROMPT_CHARS = 300  # of each exchange's prompt shown
 

@@ -31,7 +31,7 @@ from mempald.normalize import registry
 from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.model import CursorContext, NormalizeError
 from mempald.sources.reader import ReadResult, prefix_hash, read_capped, read_lines
-from mempald.sources.registry import Source, folder_signature
+from mempald.sources.roots import Source, folder_signature
 from mempald.state.db import Cursor, State
 from mempald.store.base import Filters
 from mempald.text.classify import room_for_path

@@ -32,7 +32,7 @@ from mempald.ingest.queues import FRESH
 from mempald.sources.catalog import SourceSet
 from mempald.sources.paths import checked_path
 from mempald.sources.reader import Refused
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway

@@ -27,7 +27,7 @@ from mempald.store.base import Filters, PointData, SparseVec, StoredPoint, Store
 from mempald.store.gateway import StoreGateway
 
 if TYPE_CHECKING:
-    from mempald.features.forget_list import Admission
+    from mempald.ingest.forget_list import Admission
 
 log = logs.get("ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.text.redact.PLACEHOLDER)

@@ -131,7 +131,7 @@ def check_inotify(settings: Settings) -> Check:
     if not limit_file.exists():
         return Check("watch limit", True, "not Linux: no inotify limit to check")
     limit = int(limit_file.read_text().strip())
-    from mempald.sources.registry import resolve_sources
+    from mempald.sources.roots import resolve_sources
 
     dirs = 0
     for s in resolve_sources(settings):

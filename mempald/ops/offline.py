@@ -1,5 +1,6 @@
 """``mempald`` commands that work on the data without a running daemon: ``migrate``, ``restore``, ``pack``,
-``pack-prune``, ``bench longmemeval`` (``mempald.ops.longmemeval``: a throw-away store, not the palace).
+``pack-prune`` (``bench longmemeval``, run the same way, is ``mempald.benchmarks.longmemeval``: a throw-away store,
+not the palace).
 
 Only the daemon's package opens a store or loads the model; the ``mempal`` CLI goes through the socket and,
 when the daemon is down, says which of these to run. Each takes the instance lock of the data directory for
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 def daemon_stopped() -> bool:
     """No daemon runs on this data dir: nobody holds its instance lock (a daemon that holds it but does not
     answer is hung, not stopped)."""
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     if not data_dir().is_dir():
         return True
@@ -60,8 +61,8 @@ def _embedder() -> Any:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from mempald.embed.embedder import DEFAULT_DIM
     from mempald.errors import InvalidInput
+    from mempald.lock import instance_lock
     from mempald.ops.migrate import migrate, open_target, target_spec
-    from mempald.runtime.lock import instance_lock
     from mempald.store.locate import open_location
 
     settings = load_settings()
@@ -148,9 +149,6 @@ def cmd_pack_prune(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from mempald.ops import longmemeval
-
-    longmemeval.register(sub)  # `mempald bench longmemeval FILE`
     p = sub.add_parser("migrate", help="copy a palace between stores without the daemon (resumable, verified)")
     p.add_argument("--to", required=True, help="http(s)://host:6333, path:/dir, or an embedded store folder")
     p.add_argument("--from", dest="source", help="the source (default: this data dir's store)")

@@ -55,7 +55,7 @@ from mempald.store.edge_files import read_raw
 
 if TYPE_CHECKING:
     from mempald.embed.sparse import Bm25Encoder
-    from mempald.features.forget_list import Rule
+    from mempald.ingest.forget_list import Rule
 
 LISTED = 20
 
@@ -116,7 +116,7 @@ def recreate_state(path: Path, ddir: Path, stamp: str, missing: str, settings: S
     """A new state database beside a store that holds drawers: the forget rules the store keeps a copy of are
     put back (so forgotten sessions are not read again from their transcripts); every transcript is read again
     (no cursor is left). What only the lost file held (the knowledge graph, the inbox, the audit log) is gone."""
-    from mempald.features.forget_list import ForgetList, mirrored_rules
+    from mempald.ingest.forget_list import ForgetList, mirrored_rules
     from mempald.state.db import State
 
     report: dict[str, Any] = {}
@@ -272,7 +272,7 @@ def repair_meta(path: Path, shard_dir: Path) -> dict[str, Any]:
 
 def forget_rules(state_path: Path, meta: dict[str, Any]) -> list[Rule]:
     """Every forget rule: the state database's, and the copy kept in the store's metadata."""
-    from mempald.features.forget_list import Rule, mirrored_rules
+    from mempald.ingest.forget_list import Rule, mirrored_rules
 
     rules = {r.key: r for r in mirrored_rules(meta)}
     try:
@@ -363,7 +363,7 @@ def _text(r: dict[str, Any]) -> str:
 
 
 def main_repair(as_json: bool = False) -> int:
-    from mempald.runtime.lock import instance_lock
+    from mempald.lock import instance_lock
 
     try:
         settings = load_settings()

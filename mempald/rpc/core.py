@@ -10,11 +10,11 @@ from mempald import __version__
 from mempald.config import SettingsRef, data_dir
 from mempald.features.disclosure import Disclosure
 from mempald.features.layout import Layout
+from mempald.features.status import StatusReport
+from mempald.intake.admin import SourceAdmin
 from mempald.rpc.dispatch import Args, Handler
-from mempald.runtime.status import StatusReport
 from mempald.search.ranking import SearchOptions
 from mempald.search.searcher import Searcher, SearchRequest
-from mempald.sources.admin import SourceAdmin
 from mempald.store.gateway import StoreGateway
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from mempald.features.disclosure import Disclosure
 from mempald.features.filegate import FileGate
-from mempald.features.ledger import TokenLedger
+from mempald.features.token_ledger import TokenLedger
 from mempald.rpc.dispatch import Args, Handler
 
 

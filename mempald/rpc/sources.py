@@ -14,9 +14,9 @@ from mempald.errors import InvalidInput
 from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.run import run_pack, run_prune
 from mempald.ingest.review import SourceReview
+from mempald.intake.admin import SourceAdmin
 from mempald.ops.migrate import migrate, open_target
 from mempald.rpc.dispatch import Args, Handler
-from mempald.sources.admin import SourceAdmin
 from mempald.sources.paths import checked_path
 from mempald.store.gateway import StoreGateway
 

@@ -30,7 +30,7 @@ from mempald import __version__, logs
 from mempald.config import ConfigError, Settings, config_dir, config_path, data_dir, load_settings, owner_only
 from mempald.embed.embedder import ModelError
 from mempald.errors import MempalError
-from mempald.runtime.lock import InstanceLock
+from mempald.lock import InstanceLock
 from mempald.runtime.root import Daemon
 from mempald.runtime.sdnotify import Notifier
 from mempald.runtime.server import Server, ServerConfig, SocketInUse

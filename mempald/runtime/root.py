@@ -30,26 +30,29 @@ from mempald.features.exclusions import Exclusions
 from mempald.features.export import Exporter
 from mempald.features.filegate import FileGate
 from mempald.features.forget import Forgetter
-from mempald.features.forget_list import Admission, ForgetList
 from mempald.features.importer import Importer
 from mempald.features.keyword_reindex import KeywordReindex
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.layout import Layout
-from mempald.features.ledger import TokenLedger
 from mempald.features.memories import Memories
 from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
+from mempald.features.status import StatusReport
 from mempald.features.taxonomy import Taxonomy
+from mempald.features.token_ledger import TokenLedger
 from mempald.features.viewer import SessionBrowser
 from mempald.features.wakeup import WakeUp
 from mempald.ingest.build_pool import BuildPool, BuildSpec
 from mempald.ingest.dense import DenseWorker
+from mempald.ingest.forget_list import Admission, ForgetList
 from mempald.ingest.ingestor import Ingestor
-from mempald.ingest.loop import IngestLoops
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
 from mempald.ingest.review import SourceReview
-from mempald.ops import faults
+from mempald.intake.admin import SourceAdmin
+from mempald.intake.events import EventRouter
+from mempald.intake.loop import IngestLoops
+from mempald.intake.scan import Scanner
 from mempald.rpc.agents import AgentMethods
 from mempald.rpc.core import CoreMethods
 from mempald.rpc.data import DataMethods
@@ -59,15 +62,12 @@ from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
 from mempald.rpc.viewer import ViewerMethods
-from mempald.runtime.status import StatusReport
 from mempald.search import ranking
 from mempald.search.searcher import Searcher
-from mempald.sources.admin import SourceAdmin
 from mempald.sources.catalog import SourceSet
-from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
-from mempald.sources.scan import Scanner
 from mempald.state.db import State, StateDamaged, state_missing
+from mempald.store import faults
 from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore

@@ -1,1 +1,2 @@
-"""Watched sources: discovery, file reading with cursors, the watchdog bridge and ignore rules."""
+"""Watched sources: what a source is (its roots resolved from settings, the catalog), its paths, reading files with
+cursors, ignore and exclusion rules."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mempald.config import Settings
 from mempald.sources.exclude import ExcludeFilter
-from mempald.sources.registry import Source, resolve_sources, waiting_roots
+from mempald.sources.roots import Source, resolve_sources, waiting_roots
 
 
 class SourceSet:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mempald.ops.longmemeval import load, ndcg, score
+from mempald.benchmarks.longmemeval import load, ndcg, score
 from tests.conftest import REPO, mempal_cli
 
 SMALL = REPO / "tests" / "fixtures" / "longmemeval_small.json"

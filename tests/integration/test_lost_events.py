@@ -19,8 +19,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from mempald.intake.watch import Watcher
 from mempald.normalize.claude_code import parse_lines
-from mempald.sources.watch import Watcher
 from tests.conftest import Daemon
 from tests.integration.test_crash import keyword_idle, no_duplicates, points
 from tests.integration.test_skeleton import assistant_line, lines_of, user_line

@@ -1,4 +1,4 @@
-"""Store errors: a failing write (a full disk, simulated with ``MEMPAL_FAULTS``, see ``mempald.ops.faults``) is
+"""Store errors: a failing write (a full disk, simulated with ``MEMPAL_FAULTS``, see ``mempald.store.faults``) is
 retried with backoff and shown as a status warning; the cursor does not move; nothing is marked done that is
 not stored; once the disk has room again everything lands exactly once."""
 

@@ -1,10 +1,14 @@
-"""Boundaries that keep the design honest: pure layers import nothing impure; clients import nothing heavy."""
+"""Boundaries that keep the design honest: the packages of mempald form layers (imports point down, no package
+cycles); pure layers import nothing impure; clients import nothing heavy."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
+import itertools
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +63,134 @@ def test_clients_never_import_heavy_modules() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+# The layers of ``mempald``, bottom to top: a module imports only from its own layer or the ones below it. The
+# top-level modules are the base (``mempald`` is the package's ``__init__``), ``main`` (the entry point) the top.
+LAYERS = (
+    "mempald", "config_values", "config", "errors", "logs", "lock",  # the base: settings, errors, logging, the lock
+    "normalize", "text",  # pure: transcripts to exchanges, text processing
+    "state", "store", "embed", "search",  # the state database, the store, the model, ranking
+    "sources",  # what a source is: its roots, the catalog, paths, incremental reading, ignore and exclusion rules
+    "ingest",  # from a file to drawers
+    "intake",  # what drives ingest: watching, events, the reconcile scan, source administration, the ingest loops
+    "features",  # the services the methods call
+    "ops",  # offline commands: migrate, doctor, repair, restore, pack
+    "rpc",  # the socket methods' handlers
+    "runtime",  # the composition root, the daemon's lifetime, the socket server, the service files
+    "benchmarks",  # offline benchmarks through the composition root
+    "main", "__main__",  # the entry point
+)
+
+
+def _mempald_imports(path: Path, package: str) -> list[tuple[int, str]]:
+    """Every import of ``mempald`` in ``path`` (a module of ``package``) with its line: at module level, inside
+    functions and under ``TYPE_CHECKING`` alike (a type is a dependency too). ``from mempald.store import faults``
+    is ``mempald.store.faults``; a relative import is resolved against ``package``."""
+    tree = ast.parse(path.read_text(), str(path))
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = (node.module or "") if not node.level else ".".join(
+                [*parts[:len(parts) - node.level + 1], *([node.module] if node.module else [])])
+            for a in node.names:
+                sub = REPO / Path(*f"{base}.{a.name}".split("."))
+                out.append((node.lineno, f"{base}.{a.name}" if sub.is_dir() or sub.with_suffix(".py").is_file()
+                            else base))
+    return [(line, mod) for line, mod in dict.fromkeys(out) if mod == "mempald" or mod.startswith("mempald.")]
+
+
+def _module_of(path: Path) -> tuple[str, str]:
+    """The dotted name of a file under the repository and the package it is in."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    if parts[-1] == "__init__":
+        name = ".".join(parts[:-1])
+        return name, name
+    return ".".join(parts), ".".join(parts[:-1])
+
+
+def _layer(module: str) -> str:
+    """The layer of a ``mempald`` module: its package, or the top-level module it is."""
+    parts = module.split(".")
+    if len(parts) > 1 and ((REPO / "mempald" / parts[1]).is_dir() or (REPO / "mempald" / parts[1]).with_suffix(
+            ".py").is_file()):
+        return parts[1]
+    return "mempald"  # the package itself, or a name its __init__ defines (``from mempald import __version__``)
+
+
+def _package(module: str) -> str:
+    """The package a ``mempald`` module is in (a top-level module counts as its own), for the cycle check."""
+    parts = module.split(".")
+    for end in range(len(parts), 1, -1):
+        if (REPO / Path(*parts[:end])).is_dir():
+            return ".".join(parts[:end])
+    return _layer(module) if _layer(module) == "mempald" else f"mempald.{_layer(module)}"
+
+
+def test_every_package_and_top_level_module_has_a_layer() -> None:
+    present = {_layer(_module_of(f)[0]) for f in _package_files("mempald")}
+    assert present == set(LAYERS), f"not in LAYERS: {sorted(present - set(LAYERS))}; " \
+                                   f"listed but gone: {sorted(set(LAYERS) - present)}"
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    """No upward import anywhere in ``mempald``, a function-level or ``TYPE_CHECKING`` one included."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    bad = []
+    for f in _package_files("mempald"):
+        module, package = _module_of(f)
+        here = _layer(module)
+        for line, mod in _mempald_imports(f, package):
+            there = _layer(mod)
+            if rank.get(there, -1) > rank.get(here, len(LAYERS)):
+                bad.append(f"{f.relative_to(REPO)}:{line} imports {mod} ({there} is above {here})")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_package_cycles() -> None:
+    """Between the packages of ``mempald`` (subpackages such as ``features.pack`` counted on their own) the imports
+    form no cycle; the message names the imports that close it."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in _package_files("mempald"):
+        module, package = _module_of(f)
+        here = _package(module)
+        for line, mod in _mempald_imports(f, package):
+            there = _package(mod)
+            if there != here:
+                edges[here, there].append(f"{f.relative_to(REPO)}:{line} imports {mod}")
+    graph: dict[str, set[str]] = defaultdict(set)
+    for here, there in edges:
+        graph[here].add(there)
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        cycle: list[str] = exc.args[1]
+        found = [i for a, b in itertools.pairwise(cycle) for i in edges.get((b, a), [])]
+        raise AssertionError(f"package cycle {' <- '.join(cycle)}:\n" + "\n".join(found)) from None
+
+
+def test_the_layer_check_counts_imports_inside_functions_and_under_type_checking(tmp_path: Path) -> None:
+    """The walk that finds upward imports sees the ones a module-level scan would miss."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("\n".join([
+        "from typing import TYPE_CHECKING",
+        "if TYPE_CHECKING:",
+        "    from mempald.runtime.root import Daemon",
+        "def f() -> None:",
+        "    from mempald import logs",
+        "    import mempald.rpc.core",
+        "def g() -> None:",
+        "    from . import queues",
+        "    from ..store import faults",
+        "",
+    ]))
+    found = {mod for _, mod in _mempald_imports(sample, "mempald.ingest")}
+    assert found == {"mempald.runtime.root", "mempald.logs", "mempald.rpc.core", "mempald.ingest.queues",
+                     "mempald.store.faults"}
+    assert [_layer(m) for m in sorted(found)] == ["ingest", "logs", "rpc", "runtime", "store"]
 
 
 MODULE_LINES = 420  # "no module over about 400 lines"

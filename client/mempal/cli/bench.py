@@ -1,7 +1,7 @@
 """``mempal bench longmemeval FILE``: the LongMemEval retrieval benchmark, as mempal users know it.
 
 The benchmark opens a throw-away store and loads the model, which only the daemon's package does: this command
-runs ``mempald bench longmemeval`` (``mempald.ops.longmemeval``) with the same interpreter and passes its
+runs ``mempald bench longmemeval`` (``mempald.benchmarks.longmemeval``) with the same interpreter and passes its
 output and exit code through. It does not need the daemon and does not touch the palace.
 """
 

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from mempal.cli.commands import UsageError
 from mempal.connection import DaemonUnavailable
 from mempal.protocol import RpcError
 
@@ -141,10 +142,6 @@ def _global_options(argv: list[str]) -> tuple[float | None, list[str]]:
     return timeout, argv[i:]
 
 
-class UsageError(Exception):
-    pass
-
-
 def _match(words: list[str], table: dict[tuple[str, ...], Any]) -> tuple[str, ...] | None:
     best: tuple[str, ...] | None = None
     for cmd in table:
@@ -253,8 +250,6 @@ def dispatch(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from mempal.cli.commands import UsageError as CommandUsage
-
     try:
         return dispatch(argv)
     except DaemonUnavailable as exc:
@@ -263,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     except RpcError as exc:
         print(f"mempal: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
-    except (UsageError, CommandUsage, ValueError) as exc:
+    except (UsageError, ValueError) as exc:
         print(f"mempal: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # a file named on the command line, or stdout closed by `| head`

@@ -14,7 +14,7 @@ from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.run import run_pack
 from mempald.ingest.queues import FileQueue
 from mempald.sources.catalog import SourceSet
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 
 log = logs.get("pack")
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mempald.normalize import registry
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.model import CursorContext, Line, NormalizeError
-from mempald.sources.registry import Source, is_slack_export
+from mempald.sources.roots import Source, is_slack_export
 from mempald.state.db import Cursor, State
 
 EXPECTED = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mempald.sources.exclude import IGNORE_FILE, ExcludeError, ExcludeFilter, Glob, check_glob
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 
 
 def test_globs_match_paths_and_the_folders_they_lie_in(tmp_path: Path) -> None:

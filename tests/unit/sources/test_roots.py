@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mempald.config import SourceSpec
-from mempald.sources.registry import Source, is_slack_export, source_from_spec
+from mempald.sources.roots import Source, is_slack_export, source_from_spec
 
 
 def slack_export(folder: Path) -> None:

@@ -18,9 +18,9 @@ from mempald import logs
 from mempald.config import SettingsRef
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import FRESH, FileQueue
+from mempald.intake.scan import Scanner
+from mempald.intake.watch import Watcher
 from mempald.sources.catalog import SourceSet
-from mempald.sources.scan import Scanner
-from mempald.sources.watch import Watcher
 from mempald.state.db import State
 
 log = logs.get("watch")

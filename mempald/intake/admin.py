@@ -22,12 +22,12 @@ from mempald.config import ConfigError, SettingsRef, load_settings, read_raw, wr
 from mempald.errors import Forbidden, InvalidInput, NotFound
 from mempald.ingest.ingestor import Ingestor, IngestResult, SourceStatus
 from mempald.ingest.queues import FRESH
+from mempald.intake.events import EventRouter
+from mempald.intake.scan import Scanner
 from mempald.sources.catalog import SourceSet
-from mempald.sources.events import EventRouter
 from mempald.sources.paths import checked_path
 from mempald.sources.reader import BINARY, BINARY_PROBE, binary_content, open_regular, refusal
-from mempald.sources.registry import Source
-from mempald.sources.scan import Scanner
+from mempald.sources.roots import Source
 from mempald.text.classify import room_for_path
 
 log = logs.get("sources")

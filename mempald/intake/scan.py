@@ -22,7 +22,7 @@ from mempald.ingest.queues import BACKFILL, FileQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.ignore import RepoFilter
 from mempald.sources.reader import TOO_LARGE, link_refusal, refusal
-from mempald.sources.registry import Source, folder_signature
+from mempald.sources.roots import Source, folder_signature
 from mempald.state.db import State
 
 log = logs.get("scan")

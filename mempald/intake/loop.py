@@ -23,7 +23,7 @@ from mempald.errors import Busy, MempalError
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, FileQueue
 from mempald.sources.catalog import SourceSet
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.store.base import StoreError
 
 log = logs.get("ingest")

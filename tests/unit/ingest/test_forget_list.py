@@ -1,4 +1,4 @@
-"""The forget list and the admission the ingest consults (``mempald.features.forget_list``), on a real state
+"""The forget list and the admission the ingest consults (``mempald.ingest.forget_list``), on a real state
 database; the pieces of export and import that need no daemon (``mempald.features.export`` / ``importer``)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from mempald.errors import Forbidden, InvalidInput
 from mempald.features.export import check_target, render_session, safe_name
 from mempald.features.forget import Selection, session_rules, summary
-from mempald.features.forget_list import Admission, ForgetList, Rule
 from mempald.features.importer import _lines, parse_record
 from mempald.ingest.drawers import Drawer, SourceInfo
+from mempald.ingest.forget_list import Admission, ForgetList, Rule
 from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State
 

@@ -15,8 +15,8 @@ from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.dense import DenseWorker
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import DenseQueue, FileQueue
+from mempald.intake.scan import Scanner
 from mempald.sources.catalog import SourceSet
-from mempald.sources.scan import Scanner
 from mempald.state.db import SourceFigures, State
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway

@@ -166,9 +166,9 @@ def _unique(items: Sequence[str]) -> list[str]:
 async def run(path: Path, *, limit: int | None = None, threads: int = 0, models_dir: Path | None = None,
               progress: bool = True) -> dict[str, Any]:
     """Ingest each question's haystack into a throw-away store and score its search (see the module doc)."""
+    from mempald.benchmarks.palace import open_bench_palace
     from mempald.ingest.drawers import SourceInfo
     from mempald.ingest.queues import BACKFILL
-    from mempald.ops.bench_palace import open_bench_palace
     from mempald.search.ranking import SearchOptions
     from mempald.search.searcher import SearchRequest
     from mempald.store.base import Filters
