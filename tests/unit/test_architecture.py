@@ -70,8 +70,10 @@ def test_clients_never_import_heavy_modules() -> None:
 LAYERS = (
     "mempald", "config_values", "config", "errors", "logs", "lock",  # the base: settings, errors, logging, the lock
     "normalize", "text",  # pure: transcripts to exchanges, text processing
+    # what a source is: its roots, the catalog, paths, reading a user's file safely and incrementally, ignore and
+    # exclusion rules (the store reads its API key file through it)
+    "sources",
     "state", "store", "embed", "search",  # the state database, the store, the model, ranking
-    "sources",  # what a source is: its roots, the catalog, paths, incremental reading, ignore and exclusion rules
     "ingest",  # from a file to drawers
     "intake",  # what drives ingest: watching, events, the reconcile scan, source administration, the ingest loops
     "features",  # the services the methods call
