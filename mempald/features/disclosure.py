@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal.methods.drawer import RECORD, having
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, NotFound
 from mempald.features.ledger import TokenLedger
@@ -27,9 +28,7 @@ INDEX_TOKENS = 60  # model tokens of one index line at most
 TITLE_CHARS = 120
 MAX_GET = 50
 NEIGHBOUR_TOKENS = 40  # what a timeline keeps of each neighbour at least, when the centre is long
-DRAWER_FIELDS = ("drawer_id", "wing", "room", "memory_type", "importance", "timestamp", "agent", "session_id",
-                 "source_kind", "source_path", "position", "chunk_index", "chunk_count", "git_branch", "cwd",
-                 "files", "title")
+DRAWER_FIELDS = ("drawer_id", *having(RECORD))  # what ``get`` returns of a drawer (``mempal.methods.drawer``)
 
 
 def title_of(payload: Mapping[str, Any]) -> str:
