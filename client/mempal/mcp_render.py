@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mempal import disclosure_text as dtext
+
+if TYPE_CHECKING:
+    from mempal.methods.drawer import GetResult, SearchHit, SearchResult
 
 HIT_CHARS = 1500
 
@@ -24,12 +27,17 @@ def _dict(fn: Callable[[dict[str, Any]], str]) -> Render:
     return render
 
 
-def search(result: Any) -> str:
-    if not isinstance(result, dict):
-        return dump(result)
+def get(answer: Any) -> str:
+    return dtext.drawers(cast("GetResult", answer)) if isinstance(answer, dict) else dump(answer)
+
+
+def search(answer: Any) -> str:
+    if not isinstance(answer, dict):
+        return dump(answer)
+    result = cast("SearchResult", answer)
     if result.get("format") == "index":
         return dtext.index(result)
-    hits = result.get("hits", [])
+    hits: list[SearchHit] = result.get("hits", [])
     if not hits:
         return f"No memories match {result.get('query', '')!r}. · 0 tokens"
     out = []
@@ -46,7 +54,7 @@ def search(result: Any) -> str:
         tokens = int(h.get("tokens") or 0)
         held += tokens if text == full else round(tokens * len(text) / max(len(full), 1))
         pos = h.get("position")
-        source = str(h.get("source_path") or "?") + (f" #{pos}" if pos not in (None, "") else "")
+        source = str(h.get("source_path") or "?") + (f" #{pos}" if pos is not None and str(pos) else "")
         out.append(f"{i}. [drawer {h.get('drawer_id')}] {' · '.join(meta)}\n   source: {source}\n{text}")
     head = f"{len(hits)} hits · about {held} tokens (format \"index\" lists hits in about 60 tokens each)"
     return head + "\n\n" + "\n\n".join(out)
@@ -73,6 +81,6 @@ def peek(result: Any) -> str:
 
 
 RENDERERS: dict[str, Render] = {
-    "search": search, "wake_up": wake_up, "peek_partner": peek, "get": _dict(dtext.drawers),
+    "search": search, "wake_up": wake_up, "peek_partner": peek, "get": get,
     "timeline": _dict(dtext.timeline), "file_context": _dict(dtext.file_context),
 }
