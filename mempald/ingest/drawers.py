@@ -36,9 +36,10 @@ def clean_text(text: str) -> str:
 
 def _add_extra(extras: DrawerExtras, key: str, value: str) -> None:
     """A format's extra field (``Exchange.extra``), unless the drawer already has ``key``: a field every drawer
-    has is never overwritten by one. Every key a format writes is declared (``DrawerExtras``; a test reads them
-    all from the fixtures), so this view as a plain dict only spares mypy a key it cannot see as a literal."""
-    if key not in REQUIRED:
+    has, or its indexing context, is never overwritten by one. Every key a format writes is declared
+    (``DrawerExtras``; a test reads them all from the fixtures), so this view as a plain dict only spares mypy a
+    key it cannot see as a literal."""
+    if key not in REQUIRED and key != "context":
         cast("dict[str, object]", extras).setdefault(key, value)
 
 
@@ -157,40 +158,44 @@ def build_drawers(
             extras["parent_id"] = drawer_id(src.machine, source_kind, session_id, c(ex.parent), 0)
         for k, v in ex.extra:
             _add_extra(extras, k, c(v))
+        head: DrawerPayload = {
+            "wing": c(wing),
+            "room": c(room),
+            "memory_type": c(mtype or "none"),
+            "source_kind": source_kind,
+            "source_path": c(src.path),
+            "source_key": c(src.source_key),
+            "session_id": session_id,
+            "exchange_key": exchange_key,
+            "agent": c(ex.agent or ""),
+            "cwd": c(ex.cwd or ""),
+            "git_branch": c(ex.git_branch or ""),
+            "title": c(ex.title or ""),
+            "kind": c(ex.kind),
+            "position": ex.position,
+            "timestamp": c(ex.timestamp or ""),
+            "ts": ts if ts is not None else 0.0,
+            "filed_at": now,
+            "importance": src.importance if src.importance is not None else importance(prose, mtype),
+            "added_by": c(src.added_by),
+            "machine": c(src.machine),
+            "user": c(src.user),
+            "deleted": False,
+            "status": LIVE,
+            "chunk_count": len(pieces),
+            **extras,
+            # each piece's own, in the order the store keeps them (a session's first piece has no context)
+            "text": "",
+            "context": "",
+            "chunk_index": 0,
+            "content_hash": "",
+        }
         for i, piece in enumerate(pieces):
             prev = last_text.get(ex.session_id, "")
-            context: DrawerExtras = {"context": prev[-CONTEXT_CHARS:]} if prev else {}
             last_text[ex.session_id] = piece
-            payload: DrawerPayload = {
-                "wing": c(wing),
-                "room": c(room),
-                "memory_type": c(mtype or "none"),
-                "source_kind": source_kind,
-                "source_path": c(src.path),
-                "source_key": c(src.source_key),
-                "session_id": session_id,
-                "exchange_key": exchange_key,
-                "agent": c(ex.agent or ""),
-                "cwd": c(ex.cwd or ""),
-                "git_branch": c(ex.git_branch or ""),
-                "title": c(ex.title or ""),
-                "kind": c(ex.kind),
-                "position": ex.position,
-                "timestamp": c(ex.timestamp or ""),
-                "ts": ts if ts is not None else 0.0,
-                "filed_at": now,
-                "importance": src.importance if src.importance is not None else importance(prose, mtype),
-                "added_by": c(src.added_by),
-                "machine": c(src.machine),
-                "user": c(src.user),
-                "deleted": False,
-                "status": LIVE,
-                "chunk_count": len(pieces),
-                **extras,
-                "text": piece,
-                **context,
-                "chunk_index": i,
-                "content_hash": content_hash(piece),
-            }
+            payload: DrawerPayload = {**head, "text": piece, "context": prev[-CONTEXT_CHARS:], "chunk_index": i,
+                                      "content_hash": content_hash(piece)}
+            if not prev:
+                del payload["context"]
             out.append(Drawer(drawer_id(src.machine, source_kind, session_id, exchange_key, i), piece, payload))
     return out
