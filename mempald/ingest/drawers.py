@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from mempal.methods.drawer import REQUIRED, DrawerExtras, DrawerPayload
+from mempal.methods.drawer import DrawerExtras, DrawerPayload, required
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.store.base import LIVE
@@ -39,7 +39,7 @@ def _add_extra(extras: DrawerExtras, key: str, value: str) -> None:
     has, or its indexing context, is never overwritten by one. Every key a format writes is declared
     (``DrawerExtras``; a test reads them all from the fixtures), so this view as a plain dict only spares mypy a
     key it cannot see as a literal."""
-    if key not in REQUIRED and key != "context":
+    if key not in _UNEXTRA:
         cast("dict[str, object]", extras).setdefault(key, value)
 
 
@@ -100,6 +100,7 @@ def content_hash(text: str) -> str:
 
 
 CONTEXT_CHARS = 1200
+_UNEXTRA = frozenset({*required(), "context"})  # what a format's extra never sets: the builder's own fields
 
 
 def index_text(payload: Mapping[str, Any]) -> str:

@@ -11,13 +11,15 @@ from typing import Any, get_args, get_origin, get_type_hints
 import pytest
 
 from mempal import Client
-from mempal.methods.drawer import FIELD, DrawerRecord, SearchHit
+from mempal.methods.drawer import DrawerRecord, SearchHit, by_name
 from mempal.paths import socket_path
 from mempald.features.disclosure import DRAWER_FIELDS
 from mempald.features.viewer import HIDDEN
 from mempald.search.ranking import HIT_FIELDS
 from tests.conftest import Daemon
 from tests.integration.test_disclosure import PROMPTS, SESSION, write_session
+
+FIELD = by_name()
 
 
 def _of_type(value: Any, declared: Any) -> bool:

@@ -11,8 +11,7 @@ every drawer ``build_drawers`` writes; the others only when there is something t
 delete's who/when/why).
 """
 
-from __future__ import annotations
-
+from functools import cache
 from typing import Annotated, Any, Literal, Required, TypedDict, get_args, get_origin, get_type_hints
 
 IndexType = Literal["keyword", "float", "bool"]
@@ -124,10 +123,12 @@ class Field:
         return f"Field({self.name!r})"
 
 
-def _declared() -> tuple[Field, ...]:
+@cache
+def fields() -> tuple[Field, ...]:
+    """Every declared field, in declaration order (``DrawerExtras``' first). Read from the annotations on first
+    use, not at import: a client that only needs the answers' types does not pay for it."""
     out = []
     for name, declared in get_type_hints(DrawerPayload, include_extras=True).items():
-        # Required read from the hint itself: with postponed annotations ``__required_keys__`` does not see it
         required = get_origin(declared) is Required
         hint = get_args(declared)[0] if required else declared
         traits: tuple[Trait, ...] = ()
@@ -138,19 +139,23 @@ def _declared() -> tuple[Field, ...]:
     return tuple(out)
 
 
-FIELDS: tuple[Field, ...] = _declared()
-FIELD: dict[str, Field] = {f.name: f for f in FIELDS}
-REQUIRED: tuple[str, ...] = tuple(f.name for f in FIELDS if f.required)
+def by_name() -> dict[str, Field]:
+    return {f.name: f for f in fields()}
+
+
+def required() -> tuple[str, ...]:
+    """The fields every drawer has."""
+    return tuple(f.name for f in fields() if f.required)
 
 
 def having(trait: Trait) -> tuple[str, ...]:
     """The names of the fields with ``trait``, in declaration order."""
-    return tuple(f.name for f in FIELDS if f.has(trait))
+    return tuple(f.name for f in fields() if f.has(trait))
 
 
 def indexed(kind: IndexType) -> tuple[str, ...]:
     """The names of the fields the store indexes with an index of ``kind``."""
-    return tuple(f.name for f in FIELDS if f.index == kind)
+    return tuple(f.name for f in fields() if f.index == kind)
 
 
 class HitScores(TypedDict):

@@ -9,7 +9,7 @@ from typing import Any, Required, get_args, get_origin, get_type_hints
 
 import pytest
 
-from mempal.methods.drawer import FIELD, FIELDS, REQUIRED, DrawerRecord, SearchHit
+from mempal.methods.drawer import DrawerRecord, SearchHit, by_name, fields, required
 from mempald.embed.embedder import Embedder
 from mempald.features.disclosure import DRAWER_FIELDS
 from mempald.features.viewer import HIDDEN, drawer_record
@@ -24,6 +24,9 @@ from mempald.sources.registry import Source
 from mempald.store.base import BOOL_FIELDS, FLOAT_FIELDS, KEYWORD_FIELDS, StoredPoint
 from mempald.store.field_index import indexed_fields
 
+FIELDS = fields()
+FIELD = by_name()
+REQUIRED = required()
 # The lists as they were written by hand before the declaration (issue #40), kept here once.
 OLD_KEYWORD_FIELDS = ("wing", "room", "memory_type", "source_kind", "agent", "session_id", "source_path",
                       "exchange_key", "machine", "user", "kind", "status", "files")
