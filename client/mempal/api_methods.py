@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from mempal.api_base import ClientBase
+from mempal.methods.drawer import GetResult, SearchResult
 
 
 class ClientMethods(ClientBase):
@@ -40,7 +41,7 @@ class ClientMethods(ClientBase):
             format: Literal['full', 'index'] | None = None,
             dense_weight: float | None = None,
             min_score: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> SearchResult:
         """Hybrid (keyword + semantic) search over every memory; every hit cites its drawer and source. Returns
         verbatim excerpts with drawer ids and source paths to cite. Use before asserting project facts and for any
         'why did we / last time we' question. format "index" returns a compact index first (then get the drawers
@@ -63,7 +64,7 @@ class ClientMethods(ClientBase):
         min_score: relevance floor, 0..1: hits whose calibrated relevance (an estimated probability that the hit
             bears on the query) is lower are not returned; 0 returns every hit (default: search.min_score in config)
         """
-        return self._invoke("search", {
+        return cast("SearchResult", self._invoke("search", {
             "query": query,
             "wing": wing,
             "room": room,
@@ -78,7 +79,7 @@ class ClientMethods(ClientBase):
             "format": format,
             "dense_weight": dense_weight,
             "min_score": min_score,
-        })
+        }))
 
     def drawers(
             self,
@@ -764,7 +765,7 @@ class ClientMethods(ClientBase):
         """
         return self._invoke("pack_outputs", {"dir": dir})
 
-    def get(self, drawer_id: str | Sequence[str], *, max_tokens: int | None = None) -> dict[str, Any]:
+    def get(self, drawer_id: str | Sequence[str], *, max_tokens: int | None = None) -> GetResult:
         """Whole drawers by id (after an index search): text, metadata and each one's token count. Step 2 of
         search(format="index") -> get -> timeline: fetch only the drawers the index showed are worth their tokens.
         Soft-deleted or unknown ids are listed as missing.
@@ -772,7 +773,7 @@ class ClientMethods(ClientBase):
         drawer_id: the drawer id(s), at most 50 (or any unique start of one, 4+ characters)
         max_tokens: cut each drawer to this many (LLM) tokens (0: whole)
         """
-        return self._invoke("get", {"drawer_id": drawer_id, "max_tokens": max_tokens})
+        return cast("GetResult", self._invoke("get", {"drawer_id": drawer_id, "max_tokens": max_tokens}))
 
     def timeline(
             self,

@@ -4,14 +4,17 @@ the token figures in ``status``, shared by the CLI and the MCP tools. Each answe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mempal.methods.drawer import GetResult, SearchResult
 
 
 def _head(what: str, tokens: Any) -> str:
     return f"{what} · {tokens} tokens"
 
 
-def index(r: dict[str, Any]) -> str:
+def index(r: SearchResult) -> str:
     hits = r.get("hits", [])
     if not hits:
         return f"No memories match {r.get('query', '')!r}. · 0 tokens"
@@ -20,12 +23,12 @@ def index(r: dict[str, Any]) -> str:
     return "\n".join([head, *(str(h.get("line", "")) for h in hits)])
 
 
-def drawers(r: dict[str, Any]) -> str:
+def drawers(r: GetResult) -> str:
     parts = [_head(f"{len(r.get('drawers', []))} drawer(s)", r.get("tokens"))]
     for d in r.get("drawers", []):
         where = f"{d.get('wing', '?')}/{d.get('room', '?')}"
         pos = d.get("position")
-        source = str(d.get("source_path") or "?") + (f" #{pos}" if pos not in (None, "") else "")
+        source = str(d.get("source_path") or "?") + (f" #{pos}" if pos is not None and str(pos) else "")
         parts.append(f"[drawer {d.get('drawer_id')}] {where} · {str(d.get('timestamp') or '')[:19]} · "
                      f"{d.get('agent') or d.get('source_kind') or '?'} · {d.get('tokens')} tokens\n"
                      f"source: {source}\n{str(d.get('text', '')).strip()}")

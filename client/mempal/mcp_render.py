@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mempal import disclosure_text as dtext
 from mempal.tokens import estimate, fit
+
+if TYPE_CHECKING:
+    from mempal.methods.drawer import GetResult, SearchResult
 
 HIT_CHARS = 1500
 DEFAULT_BUDGET = 20_000  # tokens an answer holds at most (Claude Code refuses tool results over 25,000)
@@ -88,7 +91,7 @@ def search(result: Any, budget: int = DEFAULT_BUDGET) -> str:
     if not hits:
         return f"No memories match {result.get('query', '')!r}. · 0 tokens"
     if result.get("format") == "index":
-        first = dtext.index(result).split("\n", 1)[0]
+        first = dtext.index(cast("SearchResult", result)).split("\n", 1)[0]
         return _fill(lambda n, held: first if n == len(hits) else first + f" (showing {n} of {len(hits)})",
                      [(str(h.get("drawer_id")), str(h.get("line", ""))) for h in hits], "hits", budget, "\n")
     blocks = []
@@ -119,8 +122,9 @@ def get(result: Any, budget: int = DEFAULT_BUDGET) -> str:
         return dump(result, budget)
     drawers = result.get("drawers", [])
     missing = {**result, "drawers": []}
-    tail = dtext.drawers(missing).split("\n\n", 1)[1:]  # the missing line, if any
-    blocks = [(str(d.get("drawer_id")), dtext.drawers({"drawers": [d]}).split("\n\n", 1)[1]) for d in drawers]
+    tail = dtext.drawers(cast("GetResult", missing)).split("\n\n", 1)[1:]  # the missing line, if any
+    blocks = [(str(d.get("drawer_id")), dtext.drawers(cast("GetResult", {"drawers": [d]})).split("\n\n", 1)[1])
+              for d in drawers]
 
     def head(n: int, held: int) -> str:
         count = f"{n} drawer(s)" if n == len(drawers) else f"{n} of {len(drawers)} drawer(s)"

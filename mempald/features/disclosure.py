@@ -19,6 +19,7 @@ from typing import Any
 import anyio.to_thread
 
 from mempal import tokens as llm
+from mempal.methods.drawer import RECORD, having
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, NotFound
 from mempald.features.token_ledger import TokenLedger
@@ -32,9 +33,7 @@ MAX_GET = 50
 ID_ZERO = "00000000-0000-0000-0000-000000000000"  # a drawer id's shape, its lowest value
 PREFIX_CANDIDATES = 10  # drawers an ambiguous id start lists
 NEIGHBOUR_TOKENS = 40  # what a timeline keeps of each neighbour at least, when the centre is long
-DRAWER_FIELDS = ("drawer_id", "wing", "room", "memory_type", "importance", "timestamp", "agent", "session_id",
-                 "source_kind", "source_path", "position", "chunk_index", "chunk_count", "git_branch", "cwd",
-                 "files", "title")
+DRAWER_FIELDS = ("drawer_id", *having(RECORD))  # what ``get`` returns of a drawer (``mempal.methods.drawer``)
 
 
 def title_of(payload: Mapping[str, Any]) -> str:

@@ -26,6 +26,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempal.methods import drawer as declared
+from mempal.methods.drawer import having
 from mempald.errors import InvalidInput, NotFound
 from mempald.features.kg import KnowledgeGraph, Triple, normalize_date, normalize_name
 from mempald.features.pack.output import load_pack, twin_json
@@ -40,7 +42,7 @@ REUSE_S = 60.0  # a listing whose wing's counts did not move is kept this long a
 STARTS_REUSE_S = 600.0  # sessions' first drawers re-used by later listings for this long (then all read again)
 MAX_WINDOW = 400  # drawers in one session window (chunks of long exchanges included)
 EXCERPT = 240  # characters of a session's first exchange in a listing
-HIDDEN = ("context",)  # payload fields never sent: the indexing context repeats the drawer before
+HIDDEN = having(declared.HIDDEN)  # payload fields never sent: the indexing context repeats the drawer before
 
 
 def drawer_record(pt: StoredPoint) -> dict[str, Any]:

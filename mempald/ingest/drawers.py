@@ -18,10 +18,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+from mempal.methods.drawer import DrawerExtras, DrawerPayload, required
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
+from mempald.store.base import LIVE
 from mempald.text.chunking import split_tokens
 from mempald.text.classify import classify_memory, classify_room, importance
 from mempald.text.redact import redact, scrub_meta, strip_private
@@ -38,12 +40,13 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
-def _clean_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, list):
-        return [_clean_value(v) for v in value]
-    return value
+def _add_extra(extras: DrawerExtras, key: str, value: str) -> None:
+    """A format's extra field (``Exchange.extra``), unless the drawer already has ``key``: a field every drawer
+    has, or its indexing context, is never overwritten by one. Every key a format writes is declared
+    (``DrawerExtras``; a test reads them all from the fixtures), so this view as a plain dict only spares mypy a
+    key it cannot see as a literal."""
+    if key not in _UNEXTRA:
+        cast("dict[str, object]", extras).setdefault(key, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ class SourceInfo:
 class Drawer:
     id: str
     text: str
-    payload: dict[str, Any]
+    payload: DrawerPayload  # declared in ``mempal.methods.drawer``
 
 
 @dataclass(slots=True)
@@ -122,6 +125,8 @@ def capped_pieces(text: str, max_tokens: int, count_tokens: Callable[[str], int]
         return pieces[:max_drawers], True
     return pieces, head is not text
 
+_UNEXTRA = frozenset({*required(), "context"})  # what a format's extra never sets: the builder's own fields
+
 
 def index_text(payload: Mapping[str, Any]) -> str:
     """What BM25 indexes: the drawer's context (the drawer before it in its session) and its own text."""
@@ -165,56 +170,62 @@ def build_drawers(
         mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)
         pieces, capped = capped_pieces(text, max_tokens, count_tokens, src.max_drawers)
         ts = parse_ts(ex.timestamp)
-        base: dict[str, Any] = {
-            "wing": wing,
-            "room": room,
-            "memory_type": mtype or "none",
-            "source_kind": ex.source_kind or src.kind,
-            "source_path": src.path,
-            "source_key": src.source_key,
-            "session_id": ex.session_id,
-            "exchange_key": ex.key,
-            "agent": ex.agent or "",
-            "cwd": ex.cwd or "",
-            "git_branch": ex.git_branch or "",
-            "title": ex.title or "",
-            "kind": ex.kind,
+        c = clean_text
+        source_kind = c(ex.source_kind or src.kind)
+        session_id = c(ex.session_id)
+        exchange_key = c(ex.key)
+        extras: DrawerExtras = {}
+        if ex.tools:
+            extras["tools"] = [c(t) for t in sorted(set(ex.tools))]
+        if ex.files:
+            extras["files"] = [c(f) for f in ex.files]
+        if ex.parent:
+            extras["parent_exchange"] = c(ex.parent)
+            extras["parent_id"] = drawer_id(src.machine, source_kind, session_id, c(ex.parent), 0)
+        for k, v in ex.extra:
+            _add_extra(extras, k, c(v))
+        if capped:  # the rest of the text is in the transcript (source_path, exchange_key), not in drawers
+            extras["capped"] = True
+            extras["text_chars"] = len(text)
+            extras["stored_chars"] = sum(len(p) for p in pieces)
+        head: DrawerPayload = {
+            "wing": c(wing),
+            "room": c(room),
+            "memory_type": c(mtype or "none"),
+            "source_kind": source_kind,
+            "source_path": c(src.path),
+            "source_key": c(src.source_key),
+            "session_id": session_id,
+            "exchange_key": exchange_key,
+            "agent": c(ex.agent or ""),
+            "cwd": c(ex.cwd or ""),
+            "git_branch": c(ex.git_branch or ""),
+            "title": c(ex.title or ""),
+            "kind": c(ex.kind),
             "position": ex.position,
-            "timestamp": ex.timestamp or "",
+            "timestamp": c(ex.timestamp or ""),
             "ts": ts if ts is not None else 0.0,
             "filed_at": now,
             "importance": src.importance if src.importance is not None else importance(prose, mtype),
-            "added_by": src.added_by,
-            "machine": src.machine,
-            "user": src.user,
+            "added_by": c(src.added_by),
+            "machine": c(src.machine),
+            "user": c(src.user),
             "deleted": False,
-            "status": "live",
+            "status": LIVE,
             "chunk_count": len(pieces),
+            **extras,
+            # each piece's own, in the order the store keeps them (a session's first piece has no context)
+            "text": "",
+            "context": "",
+            "chunk_index": 0,
+            "content_hash": "",
         }
-        if capped:  # the rest of the text is in the transcript (source_path, exchange_key), not in drawers
-            base["capped"] = True
-            base["text_chars"] = len(text)
-            base["stored_chars"] = sum(len(p) for p in pieces)
-        if ex.tools:
-            base["tools"] = sorted(set(ex.tools))
-        if ex.files:
-            base["files"] = list(ex.files)
-        if ex.parent:
-            base["parent_exchange"] = ex.parent
-            base["parent_id"] = drawer_id(src.machine, base["source_kind"], clean_text(ex.session_id),
-                                          clean_text(ex.parent), 0)
-        for k, v in ex.extra:
-            base.setdefault(k, v)
-        base = {k: _clean_value(v) for k, v in base.items()}
         for i, piece in enumerate(pieces):
-            payload = dict(base)
-            payload["text"] = piece
             prev = last_text.get(ex.session_id, "")
-            if prev:
-                payload["context"] = prev[-CONTEXT_CHARS:]
             last_text[ex.session_id] = piece
-            payload["chunk_index"] = i
-            payload["content_hash"] = content_hash(piece)
-            out.append(Drawer(drawer_id(src.machine, payload["source_kind"], payload["session_id"],
-                                        payload["exchange_key"], i), piece, payload))
+            payload: DrawerPayload = {**head, "text": piece, "context": prev[-CONTEXT_CHARS:], "chunk_index": i,
+                                      "content_hash": content_hash(piece)}
+            if not prev:
+                del payload["context"]
+            out.append(Drawer(drawer_id(src.machine, source_kind, session_id, exchange_key, i), piece, payload))
     return out

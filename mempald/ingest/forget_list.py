@@ -213,7 +213,8 @@ class Admission:
                 last[session] = (True, text)
                 continue
             if dropped:
-                payload = {k: v for k, v in p.items() if k != "context"}
+                payload = p.copy()
+                payload.pop("context", None)
                 if text:
                     payload["context"] = text[-CONTEXT_CHARS:]
             kept.append(Drawer(d.id, d.text, payload) if dropped else d)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from mempal.methods import drawer as declared
+from mempal.methods.drawer import having
 from mempald import logs
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import Bm25Encoder
@@ -33,9 +35,7 @@ log = logs.get("ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.text.redact.PLACEHOLDER)
 UPSERT_BATCH = 32
 # Payload fields a re-read may correct without the text changing (set in place, no re-embedding).
-REFRESHED = ("wing", "room", "memory_type", "importance", "title", "kind", "agent", "cwd", "git_branch", "position",
-             "source_kind", "session_id", "tools", "files", "parent_exchange", "parent_id", "subagent_type",
-             "timestamp", "ts", "model", "chunk_count")
+REFRESHED = having(declared.REFRESHED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,18 +12,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mempal.methods.drawer import indexed
+
 DENSE = "dense"
 SPARSE = "sparse"
 SCHEMA_VERSION = 1
 
-# Payload fields with an index (filters and facets).
-KEYWORD_FIELDS = (
-    "wing", "room", "memory_type", "source_kind", "agent", "session_id", "source_path", "exchange_key",
-    "machine", "user", "kind", "status",
-    "files",  # a list: the file paths the exchange's tool calls touched (a filter matches any of them)
-)
-FLOAT_FIELDS = ("ts", "importance", "position")
-BOOL_FIELDS: tuple[str, ...] = ()
+# Payload fields with an index (filters and facets), as the drawer's declaration (``mempal.methods.drawer``) marks
+# them. ``files`` is a list: the file paths the exchange's tool calls touched (a filter matches any of them).
+KEYWORD_FIELDS = indexed("keyword")
+FLOAT_FIELDS = indexed("float")
+BOOL_FIELDS = indexed("bool")
 # Soft delete is the keyword ``status`` ("live" | "deleted"): Qdrant Edge 0.9 does not match booleans in
 # filters reliably, keywords work on every backend. ``deleted`` (bool) is kept in the payload for people.
 LIVE = "live"

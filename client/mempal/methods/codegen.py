@@ -26,9 +26,10 @@ HEADER = '''"""The typed methods of ``mempal.Client``, one per socket method. GE
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from mempal.api_base import ClientBase
+from mempal.methods.drawer import {returns}
 
 
 class ClientMethods(ClientBase):
@@ -66,10 +67,11 @@ def method_source(m: Method) -> str:
     if optional:
         args.append("*")
         args += [f"{py_name(p)}: {py_type(p)} | None = None" for p in optional]
-    sig = f"    def {m.name}({', '.join(args)}) -> dict[str, Any]:"
+    returns = m.returns or "dict[str, Any]"
+    sig = f"    def {m.name}({', '.join(args)}) -> {returns}:"
     if len(sig) > 120:
         inner = ",\n".join(_wrapped(" " * 12 + a) for a in args)
-        sig = f"    def {m.name}(\n{inner},\n    ) -> dict[str, Any]:"
+        sig = f"    def {m.name}(\n{inner},\n    ) -> {returns}:"
     doc = [m.summary] + ([m.help] if m.help else [])
     lines = textwrap.wrap(" ".join(doc), 108)
     if m.params:
@@ -78,15 +80,18 @@ def method_source(m: Method) -> str:
             lines += textwrap.wrap(f"{py_name(p)}: {p.help}", 108, subsequent_indent="    ")
     body = "\n".join(("        " + ln) if ln else "" for ln in lines)
     pairs = [f'"{p.name}": {py_name(p)}' for p in m.params]
-    call = f'        return self._invoke("{m.name}", {{{", ".join(pairs)}}})'
+    invoke, close = (f'cast("{m.returns}", self._invoke(', "))") if m.returns else ("self._invoke(", ")")
+    call = f'        return {invoke}"{m.name}", {{{", ".join(pairs)}}}{close}'
     if len(call) > 120:
         items = "".join(f"            {x},\n" for x in pairs)
-        call = f'        return self._invoke("{m.name}", {{\n{items}        }})'
+        call = f'        return {invoke}"{m.name}", {{\n{items}        }}{close}'
     return f'{sig}\n        """{body.lstrip()}\n        """\n{call}\n'
 
 
 def source() -> str:
-    return HEADER + "\n".join(method_source(m) for m in METHODS.values())
+    """The module: its header (importing the answers' types the table names) and one method per socket method."""
+    returns = sorted({m.returns for m in METHODS.values() if m.returns})
+    return HEADER.format(returns=", ".join(returns)) + "\n".join(method_source(m) for m in METHODS.values())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,7 @@ METHODS: tuple[Method, ...] = (
                   "probability that the hit bears on the query) is lower are not returned; 0 returns every hit "
                   "(default: search.min_score in config)", lo=0.0, hi=1.0),
         ),
-        cli=("search",), mcp="search",
+        cli=("search",), mcp="search", returns="SearchResult",
         help="Returns verbatim excerpts with drawer ids and source paths to cite. Use before asserting project "
              "facts and for any 'why did we / last time we' question. format \"index\" returns a compact index "
              "first (then get the drawers worth reading, timeline for their context). Every answer says how "

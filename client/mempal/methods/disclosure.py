@@ -17,7 +17,7 @@ METHODS: tuple[Method, ...] = (
             Param("max_tokens", "int", "cut each drawer to this many (LLM) tokens (0: whole)", default=0, lo=0,
                   hi=100_000),
         ),
-        cli=("get",), mcp="get",
+        cli=("get",), mcp="get", returns="GetResult",
         help="Step 2 of search(format=\"index\") -> get -> timeline: fetch only the drawers the index showed are "
              "worth their tokens. Soft-deleted or unknown ids are listed as missing.",
     ),

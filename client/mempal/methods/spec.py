@@ -92,6 +92,7 @@ class Method:
         "mcp",
         "name",
         "params",
+        "returns",
         "summary",
         "timeout",
         "writes",
@@ -99,7 +100,7 @@ class Method:
 
     def __init__(self, name: str, summary: str, params: Sequence[Param] = (), *, writes: bool = False,
                  destructive: bool = False, idempotent: bool | None = None, cli: Sequence[str] | None = None,
-                 mcp: str | None = None, help: str = "", timeout: float = 30.0) -> None:
+                 mcp: str | None = None, help: str = "", timeout: float = 30.0, returns: str | None = None) -> None:
         self.name = name
         self.summary = summary  # one line: CLI help, MCP description's first sentence, API docstring
         self.help = help  # more for MCP tool descriptions (how and when an agent should use it)
@@ -110,6 +111,8 @@ class Method:
         self.cli = tuple(cli) if cli is not None else None  # command words, e.g. ("watch", "add")
         self.mcp = mcp  # MCP tool name
         self.timeout = timeout  # how long clients wait for the answer, seconds
+        # the answer's type: a TypedDict of ``mempal.methods.drawer`` by name (None: a plain dict)
+        self.returns = returns
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise ValueError(f"{name}: a parameter is declared twice")
