@@ -69,9 +69,9 @@ class DrawerExtras(TypedDict, total=False):
     deleted_by: str
     delete_reason: str
     forgotten: bool  # deleted by ``forget`` (its rules keep it from coming back)
-    capped: Annotated[bool, RECORD]  # its exchange made more than ingest.max_drawers_per_exchange drawers
-    text_chars: Annotated[int, RECORD]  # ... the exchange's whole length (the rest is in the transcript cited)
-    stored_chars: Annotated[int, RECORD]  # ... and what its drawers hold
+    capped: bool  # its exchange made more than ingest.max_drawers_per_exchange drawers
+    text_chars: int  # ... the exchange's whole length (the rest is in the transcript cited)
+    stored_chars: int  # ... and what its drawers hold
 
 
 class DrawerPayload(DrawerExtras, total=False):

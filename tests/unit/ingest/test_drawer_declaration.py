@@ -20,7 +20,7 @@ from mempald.ingest.units import folder_wing
 from mempald.ingest.writer import REFRESHED
 from mempald.normalize.model import Exchange
 from mempald.search.ranking import HIT_FIELDS, RANK_FIELDS, hit_dict
-from mempald.sources.registry import Source
+from mempald.sources.roots import Source
 from mempald.store.base import BOOL_FIELDS, FLOAT_FIELDS, KEYWORD_FIELDS, StoredPoint
 from mempald.store.field_index import indexed_fields
 
@@ -89,7 +89,7 @@ def _drawers_of_fixtures(formats_dir: Path, embedder: Embedder) -> tuple[list[Dr
     exchanges: list[Exchange] = []
     for path in sorted(p for p in formats_dir.rglob("*") if p.is_file() and p.suffix != ".md"):
         source = Source(key="fixtures", root=path.parent, mode="convos", fmt="auto")
-        name, parsed, _, _ = inspect._parse(path, source, 16 << 20)
+        name, parsed, _, _ = inspect._parse(path, source, 16 << 20, 512 << 20)
         if parsed is None:
             continue
         info = SourceInfo(kind=name, path=str(path), source_key=source.key, machine="m", user="u",
@@ -136,8 +136,10 @@ def test_build_drawers_writes_what_is_declared(formats_dir: Path, embedder: Embe
     # every format's extras are declared, as optional fields (a required one is never overwritten by them)
     extras = {k for ex in exchanges for k, _ in ex.extra}
     assert extras <= set(FIELD) - set(REQUIRED)
-    # the fixtures exercise every field build_drawers may write (a delete's fields are set by delete and forget)
-    assert set(FIELD) - written == {"deleted_at", "deleted_by", "delete_reason", "forgotten"}
+    # the fixtures exercise every field build_drawers may write (a delete's fields are set by delete and forget;
+    # a capped exchange's by an exchange over ingest.max_drawers_per_exchange: tests/unit/ingest/test_drawer_cap.py)
+    assert set(FIELD) - written == {"deleted_at", "deleted_by", "delete_reason", "forgotten", "capped", "text_chars",
+                                    "stored_chars"}
 
 
 def test_hidden_fields_never_reach_a_hit_or_a_record(embedder: Embedder) -> None:
