@@ -120,9 +120,9 @@ class Backup:
         store_path = settings.store_path()
         target = check_target(raw, protected=(store_path,))
         await anyio.to_thread.run_sync(_empty_target, target)
+        state_files = (self.state.path, self.state.path.with_name(STATE_FILE + "-wal"))  # (their sizes: no query)
         needed = await anyio.to_thread.run_sync(lambda: _size(store_path / current_shard(store_path)) + sum(
-            _size(p) for p in (self.state.path, self.state.path.with_name(STATE_FILE + "-wal"),
-                               *config_files(settings))))
+            _size(p) for p in (*state_files, *config_files(settings))))
         await anyio.to_thread.run_sync(check_room, target, needed, "backup")
         await anyio.to_thread.run_sync(owner_dir, target)
         t0 = time.monotonic()

@@ -22,7 +22,7 @@ from mempald.ingest.build_pool import MIN_EXCHANGES, BuildPool, Built, build
 from mempald.ingest.drawers import Drawer, SourceInfo, index_text
 from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.normalize.model import Exchange
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters, PointData, SparseVec, StoredPoint, StoreError
 from mempald.store.gateway import StoreGateway
 
@@ -45,8 +45,9 @@ class Written:
 
 
 class DrawerWriter:
-    def __init__(self, *, state: State, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder, dense: DenseQueue,
-                 max_tokens: int, admit: Admission | None = None, pool: BuildPool | None = None) -> None:
+    def __init__(self, *, state: StateGateway, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder,
+                 dense: DenseQueue, max_tokens: int, admit: Admission | None = None,
+                 pool: BuildPool | None = None) -> None:
         self.pool = pool  # worker processes for the backfill's building (None: always in a thread)
         self.admit = admit  # what may be stored: not what the user forgot or excluded (None: everything)
         self.state = state
@@ -84,7 +85,7 @@ class DrawerWriter:
             # counted when it was first stored, so placeholders already stored in its drawers are subtracted.
             fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
             if fresh > 0:
-                await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
+                await self.state.bump(info.source_key, "redactions", fresh)
         return Written([d.id for d in drawers], len(changed))
 
     async def _build(self, exchanges: Sequence[Exchange], info: SourceInfo, previous: dict[str, str],

@@ -68,6 +68,7 @@ from mempald.sources.events import EventRouter
 from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
 from mempald.state.db import State, StateDamaged, state_missing
+from mempald.state.gateway import StateGateway
 from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
@@ -162,7 +163,8 @@ class Daemon:
     def __init__(self, settings: Settings, backends: Backends) -> None:
         self.settings = SettingsRef(settings)
         self.embedder = embedder = backends.embedder
-        self.state = state = backends.state
+        db = backends.state  # (the blocking database: what runs inside a worker thread's job holds it)
+        self.state = state = StateGateway(db)
         machine = settings.store.machine or socket.gethostname()
         user = getpass.getuser()
         self.store = StoreGateway(backends.store)
@@ -174,7 +176,7 @@ class Daemon:
         self.taxonomy = Taxonomy()
         self.taxonomy.load()
         self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
-        self.forgotten = ForgetList(state)
+        self.forgotten = ForgetList(db)
         counter = embedder.counter_file
         self.builders = BuildPool(BuildSpec(str(counter), bm25.tokenizer, settings.embed.max_tokens),
                                   settings.ingest.build_workers if counter is not None else 0)
@@ -185,7 +187,7 @@ class Daemon:
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
         self.sources = SourceSet(settings, self.exclude)
-        self.scanner = Scanner(self.settings, self.sources, state, self.files, self.ingestor)
+        self.scanner = Scanner(self.settings, self.sources, db, self.files, self.ingestor)
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
         self.pack_runs = PackRuns()
         self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter, self.pack_runs)
@@ -195,9 +197,9 @@ class Daemon:
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
                                    ingestor=self.ingestor, index=self.index, machine=machine,
                                    space=backends.space, hosted=self.hosted, keywords=self.keywords)
-        self.kg = KnowledgeGraph(state.conn, lock=state.lock)
+        self.kg = KnowledgeGraph(db.conn, lock=db.lock)
         self.kg.ensure_schema()
-        self.inbox = CoworkInbox(state.conn, lock=state.lock)
+        self.inbox = CoworkInbox(db.conn, lock=db.lock)
         self.inbox.ensure_schema()
         layout = Layout(self.store)
         sessions = SessionBrowser(self.store)
@@ -211,13 +213,13 @@ class Daemon:
         for group in (
             CoreMethods(self.settings, self.status, self.searcher, layout, self.store, self.admin, disclosure),
             MemoryMethods(memories, Compressor(self.settings, embedder, wakeup, self.ingestor, machine, user)),
-            PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
+            PalaceMethods(wakeup, layout, self.taxonomy, self.kg, state),
             SourceMethods(self.settings, self.admin, self.store, embedder,
                           SourceReview(self.settings, self.sources, self.ingestor, state, self.store, embedder,
                                        machine, user, self.taxonomy.current), self.pack_runs),
-            AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder,
-                                                                  self.store), memories),
-            ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
+            AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, state,
+                                                                  embedder, self.store), memories, state),
+            ViewerMethods(SessionBrowser(self.store), self.kg, self.sources, state),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),
         ):
@@ -233,7 +235,7 @@ class Daemon:
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), importer,
-                           Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)),
+                           Backup(self.settings, self.store, self.state.db, snapshots_of(backends.store, self.hosted)),
                            self.state)
 
     @classmethod
@@ -293,9 +295,9 @@ class Daemon:
         try:
             self.builders.close()
             with contextlib.suppress(Exception):  # a store that cannot count now records nothing
-                self.state.record_store_points(self.store.store.count(Filters(include_deleted=True)))
+                self.state.db.record_store_points(self.store.store.count(Filters(include_deleted=True)))
         finally:
             try:
                 self.store.store.close()
             finally:
-                self.state.close()
+                self.state.db.close()

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-import anyio.to_thread
+import anyio
 
 from mempald import __version__, logs
 from mempald.config import data_dir
@@ -17,7 +17,8 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import DenseQueue, FileQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.scan import Scanner
-from mempald.state.db import SourceFigures, State
+from mempald.state.db import SourceFigures
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
@@ -29,7 +30,7 @@ REFRESH_S = 1.0  # how often the figures are refreshed while files are being rea
 
 
 class StatusReport:
-    def __init__(self, *, store: StoreGateway, state: State, embedder: Embedder, sources: SourceSet,
+    def __init__(self, *, store: StoreGateway, state: StateGateway, embedder: Embedder, sources: SourceSet,
                  scanner: Scanner, files: FileQueue, dense: DenseQueue, densifier: DenseWorker, ingestor: Ingestor,
                  index: IndexMaintainer, machine: str, space: SpaceGuard | None = None,
                  hosted: HostedEdgeStore | None = None, keywords: KeywordReindex | None = None) -> None:
@@ -99,7 +100,7 @@ class StatusReport:
 
     async def _refresh_state(self) -> tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]:
         # one worker-thread hop for both (each hop costs a GIL hand-over while the ingest runs)
-        figures = await anyio.to_thread.run_sync(lambda: (self.state.source_figures(), self.state.counters()))
+        figures = await self.state.figures()
         self._state_cache = figures
         return figures
 
