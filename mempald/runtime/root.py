@@ -22,7 +22,7 @@ from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import META_KEY, Bm25Encoder
 from mempald.errors import ModelMismatch
-from mempald.features.backup import Backup, snapshots_of
+from mempald.features.backup import Backup
 from mempald.features.compress import Compressor
 from mempald.features.cowork import CoworkInbox
 from mempald.features.disclosure import Disclosure
@@ -69,9 +69,8 @@ from mempald.sources.exclude import ExcludeFilter
 from mempald.sources.scan import Scanner
 from mempald.state.db import State, StateDamaged, state_missing
 from mempald.state.gateway import StateGateway
-from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
+from mempald.store.base import DAMAGE_REPORT, INDEX_REBUILD, SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
-from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import SpaceGuard, guard_store
@@ -82,14 +81,15 @@ Loop = Callable[[], Coroutine[Any, Any, None]]
 
 
 class Backends:
-    """What ``Daemon.open`` opens: the model, the store (``hosted``: the same store when it is the embedded one
-    in a child process, whose index the daemon maintains), the state database."""
+    """What ``Daemon.open`` opens: the model, the store (``backend``: the same store under the wrappers it is
+    called through, the disk guard and fault injection; the daemon asks it for its capabilities; None: ``store``
+    is the backend itself), the state database."""
 
-    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State,
+    def __init__(self, embedder: Embedder, store: Store, backend: Store | None, state: State,
                  space: SpaceGuard | None = None) -> None:
         self.embedder = embedder
         self.store = store
-        self.hosted = hosted
+        self.backend = backend or store
         self.state = state
         self.space = space  # the disk-space guard of an embedded store's writes
 
@@ -111,7 +111,6 @@ def open_backends(settings: Settings) -> Backends:
     if not meta:
         store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
                         "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
-    hosted = opened if isinstance(opened, HostedEdgeStore) else None
     try:
         refuse_lost_state(ddir / "state.sqlite3", store)
         state = State(ddir / "state.sqlite3")
@@ -124,7 +123,7 @@ def open_backends(settings: Settings) -> Backends:
         store.close()
         state.close()
         raise
-    return Backends(embedder, store, hosted, state, space)
+    return Backends(embedder, store, opened, state, space)
 
 
 def refuse_lost_state(path: Path, store: Store) -> None:
@@ -168,7 +167,6 @@ class Daemon:
         machine = settings.store.machine or socket.gethostname()
         user = getpass.getuser()
         self.store = StoreGateway(backends.store)
-        self.hosted = backends.hosted
         bm25 = Bm25Encoder()
         self.keywords = KeywordReindex(self.store, bm25)  # keyword vectors of another tokenizer re-encoded
         self.files = FileQueue()
@@ -192,11 +190,12 @@ class Daemon:
         self.pack_runs = PackRuns()
         self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter, self.pack_runs)
         self.ingest_loops = IngestLoops(self.files, self.sources, self.ingestor, on_ingested=self.packs.changed)
-        self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
+        self.index = IndexMaintainer(self.settings, self.store, INDEX_REBUILD.of(backends.backend), self._idle)
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
                                    ingestor=self.ingestor, index=self.index, machine=machine,
-                                   space=backends.space, hosted=self.hosted, keywords=self.keywords)
+                                   space=backends.space, damage=DAMAGE_REPORT.of(backends.backend),
+                                   keywords=self.keywords)
         self.kg = KnowledgeGraph(db.conn, lock=db.lock)
         self.kg.ensure_schema()
         self.inbox = CoworkInbox(db.conn, lock=db.lock)
@@ -235,7 +234,7 @@ class Daemon:
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), importer,
-                           Backup(self.settings, self.store, self.state.db, snapshots_of(backends.store, self.hosted)),
+                           Backup(self.settings, self.store, self.state.db, backends.backend),
                            self.state)
 
     @classmethod
