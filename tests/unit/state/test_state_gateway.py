@@ -12,6 +12,7 @@ import pytest
 
 from mempald.features.cowork import CoworkInbox
 from mempald.features.kg import KnowledgeGraph
+from mempald.features.viewer import kg_graph
 from mempald.normalize.model import CursorContext
 from mempald.state.db import Cursor, SourceFigures, State
 from mempald.state.gateway import StateGateway
@@ -85,6 +86,8 @@ async def test_the_graph_and_the_inbox_share_its_connection_and_thread(gateway: 
     inbox.ensure_schema()
     await gateway.run(lambda: graph.add("mempal", "uses", "sqlite"))
     assert [t.object for t in await gateway.run(lambda: graph.query("mempal"))] == ["sqlite"]
+    shown = await kg_graph(graph, gateway, None, None, False, 10)  # the viewer's graph page
+    assert {n["name"] for n in shown["nodes"]} == {"mempal", "sqlite"} and shown["triples"] == 1
     await gateway.run(lambda: inbox.push(sender="user", target="claude", cwd="/tmp", text="hello"))
     drained = await gateway.run(lambda: inbox.drain("claude", "/tmp", 1000))
     assert [m.text for m in drained.messages] == ["hello"]
