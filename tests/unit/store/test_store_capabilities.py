@@ -4,6 +4,7 @@ lacks answers ``StoreLacks`` naming the backend and the operation, a stable wire
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,27 @@ async def test_a_backend_without_snapshots_answers_a_clear_error_to_a_backup(tmp
     finally:
         third.close()
         state.close()
+
+
+STORE_CLASSES = {"EdgeStore", "HostedEdgeStore", "ServerStore"}
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _probes(path: Path) -> list[str]:
+    """``isinstance(x, <a store class>)`` and ``getattr`` / ``hasattr`` on a store: a capability found by probing."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2):
+            continue
+        first, second = ast.unparse(node.args[0]), ast.unparse(node.args[1])
+        if node.func.id == "isinstance" and any(c in second for c in STORE_CLASSES):
+            out.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
+        if node.func.id in {"getattr", "hasattr"} and any(w in first.lower() for w in ("store", "backend", "hosted")):
+            out.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_capability_is_found_by_probing_the_store() -> None:
+    found = [hit for f in sorted((REPO / "mempald").rglob("*.py")) if "store" not in f.relative_to(REPO).parts
+             for hit in _probes(f)]
+    assert not found, "ask a store's capability through its Capability (mempald.store.base):\n" + "\n".join(found)
