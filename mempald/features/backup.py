@@ -4,7 +4,8 @@ running daemon while it ingests; ``mempald restore PATH`` brings it back into an
 Consistency. The copy is made on the store's worker thread with nothing in between (``StoreGateway.exclusive``:
 ingest writes wait, as they do for step 1 of an index rebuild): first the state database (SQLite's online
 backup API, under the state's lock), then the store (the store process flushes and copies its live shard:
-``snapshot_to``, the call index rebuilds use). A file's cursor advances only after its drawers' upsert returned,
+``snapshot_to``, the call index rebuilds use: the ``Snapshots`` capability a backend declares; a Qdrant server
+has none and a backup answers ``StoreLacks``). A file's cursor advances only after its drawers' upsert returned,
 and no upsert can land between the two copies, so every cursor in the backup is covered by the store in the
 backup; at most the last exchanges before a cursor that moved meanwhile are read again after a restore, under
 the same drawer ids (replays overwrite: nothing is duplicated, nothing lost). Drawers still waiting for their
@@ -27,38 +28,25 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio.to_thread
 
 from mempald import __version__
 from mempald.config import Settings, SettingsRef, config_path, data_dir
-from mempald.errors import InvalidInput, LimitExceeded, Unavailable
+from mempald.errors import InvalidInput, LimitExceeded
 from mempald.features.export import check_target, owner_dir
 from mempald.features.taxonomy import taxonomy_path
 from mempald.state.db import State
-from mempald.store.base import Filters, Store
+from mempald.store.base import SNAPSHOTS, Filters, Snapshots, Store
 from mempald.store.edge import META_FILE, current_shard, set_current_shard
 from mempald.store.gateway import StoreGateway
-from mempald.store.hosted import HostedEdgeStore
 
 MANIFEST = "MANIFEST.json"
 BACKUP_VERSION = 1
 STATE_FILE = "state.sqlite3"
 MB = 1024 * 1024
 MARGIN = 1.05  # free space needed beyond what is copied
-
-
-class Snapshots(Protocol):
-    def snapshot_to(self, dst: Path) -> None: ...
-
-
-def snapshots_of(store: Store, hosted: HostedEdgeStore | None) -> Snapshots | None:
-    """What copies the daemon's store: its store process, or an embedded store in the daemon; None for a server."""
-    if hosted is not None:
-        return hosted
-    found = getattr(store, "snapshot_to", None)  # (through the store's wrappers, which pass calls on)
-    return store if callable(found) else None  # type: ignore[return-value]
 
 
 def config_files(settings: Settings) -> list[Path]:
@@ -105,24 +93,21 @@ def _empty_target(target: Path) -> None:
 class Backup:
     """The daemon's half: ``backup`` while it runs."""
 
-    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, snapshots: Snapshots | None) -> None:
+    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, backend: Store) -> None:
         self.settings = settings
         self.store = store
         self.state = state
-        self.snapshots = snapshots  # None: the store is a Qdrant server (back it up with Qdrant's snapshots)
+        self.backend = backend  # the store's backend, under the wrappers the gateway calls through (its capabilities)
 
     async def backup(self, raw: str) -> dict[str, Any]:
         settings = self.settings.current
-        snapshots = self.snapshots
-        if snapshots is None:
-            raise Unavailable("the palace is in a Qdrant server (store.url): back it up with Qdrant's own "
-                              "snapshots; `mempal backup` copies an embedded store")
+        snapshots = SNAPSHOTS.required(self.backend)  # (a Qdrant server: back it up with Qdrant's own snapshots)
         store_path = settings.store_path()
         target = check_target(raw, protected=(store_path,))
         await anyio.to_thread.run_sync(_empty_target, target)
+        state_files = (self.state.path, self.state.path.with_name(STATE_FILE + "-wal"))  # (their sizes: no query)
         needed = await anyio.to_thread.run_sync(lambda: _size(store_path / current_shard(store_path)) + sum(
-            _size(p) for p in (self.state.path, self.state.path.with_name(STATE_FILE + "-wal"),
-                               *config_files(settings))))
+            _size(p) for p in (*state_files, *config_files(settings))))
         await anyio.to_thread.run_sync(check_room, target, needed, "backup")
         await anyio.to_thread.run_sync(owner_dir, target)
         t0 = time.monotonic()
@@ -283,4 +268,4 @@ def data_dir_contents(settings: Settings) -> list[str]:
     return found
 
 
-__all__ = ["MANIFEST", "Backup", "check_room", "data_dir_contents", "read_manifest", "snapshots_of"]
+__all__ = ["MANIFEST", "Backup", "check_room", "data_dir_contents", "read_manifest"]

@@ -28,7 +28,7 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.sources.catalog import SourceSet
 from mempald.sources.roots import Source
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters, PointData, StoredPoint
 from mempald.store.gateway import StoreGateway
 
@@ -101,7 +101,7 @@ class Matched:
 
 
 class Forgetter:
-    def __init__(self, store: StoreGateway, state: State, forgotten: ForgetList, sources: SourceSet,
+    def __init__(self, store: StoreGateway, state: StateGateway, forgotten: ForgetList, sources: SourceSet,
                  ingestor: Ingestor, bm25: Bm25Encoder, dense: DenseQueue) -> None:
         self.store = store
         self.state = state
@@ -171,7 +171,7 @@ class Forgetter:
                       what: Mapping[str, Any]) -> dict[str, Any]:
         """Rules first (a drawer written meanwhile is already covered), then the soft delete, their copy in the
         store's metadata, then the audit."""
-        await anyio.to_thread.run_sync(self.forgotten.add, rules)
+        await self.state.run(lambda: self.forgotten.add(rules))
         now = time.time()
         ids = [m.id for m in matched]
         for i in range(0, len(ids), BATCH):
@@ -182,8 +182,7 @@ class Forgetter:
         mended = await self._mend_contexts({(str(m.payload.get("session_id") or ""),
                                              str(m.payload.get("source_path") or "")) for m in matched})
         target = " ".join(f"{k}={v}" for k, v in what.items())
-        await anyio.to_thread.run_sync(lambda: self.state.audit(actor, "forget", target, reason, drawers=len(ids),
-                                                                rules=len(rules), **dict(what)))
+        await self.state.audit(actor, "forget", target, reason, drawers=len(ids), rules=len(rules), **dict(what))
         return {"forgotten": len(ids), "rules": len(rules), "contexts_mended": mended}
 
     async def _mend_contexts(self, sessions: Iterable[tuple[str, str]]) -> int:
@@ -218,9 +217,9 @@ class Forgetter:
     async def _reingest(self, sel: Selection, again: Sequence[Matched], actor: str, reason: str) -> dict[str, Any]:
         sessions = {str(m.payload.get("session_id") or "") for m in again}
         sources = {str(m.payload.get("source_path") or "") for m in again}
-        lifted = [r for r in self.forgotten.rules() if r.session in sessions or (r.source and r.source in sources)
+        chosen = [r for r in self.forgotten.rules() if r.session in sessions or (r.source and r.source in sources)
                   or _named(r, sel)]
-        lifted = await anyio.to_thread.run_sync(self.forgotten.lift, lifted)
+        lifted = await self.state.run(lambda: self.forgotten.lift(chosen))
         await self.mirror_rules()
         files = sorted(sources | set(await on_disk(p for r in lifted for p in r.paths)))
         ids = [m.id for m in again]
@@ -230,14 +229,14 @@ class Forgetter:
                                "drawers": 0, "errors": []}
         for f in files:
             await self._read_again(Path(f), out)
-        await anyio.to_thread.run_sync(lambda: self.state.audit(actor, "forget-reingest", " ".join(
-            f"{k}={v}" for k, v in sel.to_dict().items()), reason, removed=len(ids), files=len(files)))
+        await self.state.audit(actor, "forget-reingest", " ".join(f"{k}={v}" for k, v in sel.to_dict().items()), reason,
+                               removed=len(ids), files=len(files))
         return out
 
     async def _read_again(self, path: Path, out: dict[str, Any]) -> None:
         source = self.sources.source_for(path) or Source(f"convos:{path.parent}", path.parent, "convos", "auto",
                                                          exclude=self.sources.exclude)
-        await anyio.to_thread.run_sync(self.state.drop_cursor, str(path))
+        await self.state.drop_cursor(str(path))
         while True:
             res = await self.ingestor.ingest_path(path, source, FRESH)
             out["exchanges"] += res.exchanges

@@ -28,7 +28,7 @@ from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.normalize.wings import normal_wing
 from mempald.sources.paths import checked_path
 from mempald.sources.reader import open_regular
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import PointData
 from mempald.store.gateway import StoreGateway
 
@@ -75,7 +75,7 @@ def parse_record(raw: bytes) -> tuple[str, dict[str, Any]] | str:
 
 
 class Importer:
-    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, bm25: Bm25Encoder,
+    def __init__(self, settings: SettingsRef, store: StoreGateway, state: StateGateway, bm25: Bm25Encoder,
                  dense: DenseQueue) -> None:
         self.settings = settings
         self.store = store
@@ -107,8 +107,8 @@ class Importer:
             raise InvalidInput(f"{path} holds no drawers of a mempal export ({out['bad']} bad lines; the first: "
                                f"{out['bad_lines'][:1]})")
         if not dry_run:
-            await anyio.to_thread.run_sync(lambda: self.state.audit(
-                actor, "import", str(path), "", added=out["added"], replaced=out["replaced"], bad=out["bad"]))
+            await self.state.audit(actor, "import", str(path), "", added=out["added"], replaced=out["replaced"],
+                                   bad=out["bad"])
         return out
 
     def _bad(self, out: dict[str, Any], n: int, why: str) -> None:

@@ -22,7 +22,7 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters, StoreError
 from mempald.store.gateway import StoreGateway
 
@@ -41,7 +41,7 @@ def wing_for(wing: str | None, cwd: str | None, default: str = "general") -> str
 
 
 class Memories:
-    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, embedder: Embedder,
+    def __init__(self, settings: SettingsRef, store: StoreGateway, state: StateGateway, embedder: Embedder,
                  ingestor: Ingestor, dense: DenseQueue, machine: str, user: str,
                  room_keywords: Callable[[], dict[str, list[str]] | None],
                  keywords: KeywordReindex | None = None) -> None:
@@ -103,7 +103,7 @@ class Memories:
         except (StoreError, MempalError) as exc:  # the dense worker embeds it (it was queued by the write)
             undone.append(f"its meaning vector is computed later ({exc})")
         try:
-            await anyio.to_thread.run_sync(lambda: self.state.audit(agent, "ingest", key, "", wing=wing))
+            await self.state.audit(agent, "ingest", key, "", wing=wing)
         except sqlite3.Error as exc:
             undone.append(f"the audit log could not record it ({exc})")
         if undone:
@@ -148,14 +148,14 @@ class Memories:
         await self.store.set_payload([f.id for f in found], {"deleted": True, "status": "deleted", "deleted_at": now,
                                                              "deleted_by": actor, "delete_reason": reason})
         for f in found:
-            await anyio.to_thread.run_sync(self.state.audit, actor, "delete", f.id, reason)
+            await self.state.audit(actor, "delete", f.id, reason)
         return {"deleted": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
 
     async def restore(self, ids: tuple[str, ...], *, actor: str = "user") -> dict[str, Any]:
         found = await self.store.retrieve(list(ids))
         await self.store.set_payload([f.id for f in found], {"deleted": False, "status": "live"})
         for f in found:
-            await anyio.to_thread.run_sync(self.state.audit, actor, "restore", f.id, "")
+            await self.state.audit(actor, "restore", f.id, "")
         return {"restored": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
 
     async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:
@@ -166,7 +166,7 @@ class Memories:
         if not dry_run and victims:
             for i in range(0, len(victims), PURGE_BATCH):
                 await self.store.delete(Filters(ids=tuple(victims[i : i + PURGE_BATCH]), include_deleted=True))
-            await anyio.to_thread.run_sync(lambda: self.state.audit(actor, "purge", f"{len(victims)} drawers", ""))
+            await self.state.audit(actor, "purge", f"{len(victims)} drawers", "")
         return {"purged": len(victims), "dry_run": dry_run}
 
     async def reindex(self) -> dict[str, Any]:

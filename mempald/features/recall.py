@@ -33,6 +33,7 @@ from mempald.features.cowork import CoworkInbox, Drained, Message
 from mempald.normalize.wings import wing_from_cwd
 from mempald.search.ranking import SearchOptions
 from mempald.search.searcher import Searcher, SearchRequest
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 
@@ -222,11 +223,12 @@ class SessionMemory:
 
 
 class PromptContext:
-    def __init__(self, settings: SettingsRef, searcher: Searcher, inbox: CoworkInbox, embedder: Embedder,
-                 store: StoreGateway | None = None) -> None:
+    def __init__(self, settings: SettingsRef, searcher: Searcher, inbox: CoworkInbox, state: StateGateway,
+                 embedder: Embedder, store: StoreGateway | None = None) -> None:
         self.settings = settings
         self.searcher = searcher
         self.inbox = inbox
+        self.state = state  # (the inbox's tables are in the state database: its calls run on its thread)
         self.embedder = embedder
         self.store = store  # to tell whether the cwd's project has drawers (None: always search its wing)
         self.memory = SessionMemory()
@@ -305,7 +307,7 @@ class PromptContext:
                 return Drained((), 0)  # a bad cwd must not cost the memories
             return self.inbox.drain(agent, cwd, max(0, max_chars - FRAMING_RESERVE))
 
-        drained = await anyio.to_thread.run_sync(take)
+        drained = await self.state.run(take)
         text, kept = await anyio.to_thread.run_sync(lambda: compose(
             drained.messages, drained.remaining, memories, max_chars, max_tokens, self.embedder.count_tokens))
         self.memory.add(session_id, [exchange_of(h) for h in kept])

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-import anyio.to_thread
+import anyio
 
 from mempald import __version__, logs
 from mempald.config import data_dir
@@ -17,10 +17,10 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import DenseQueue, FileQueue
 from mempald.intake.scan import Scanner
 from mempald.sources.catalog import SourceSet
-from mempald.state.db import SourceFigures, State
-from mempald.store.base import Filters
+from mempald.state.db import SourceFigures
+from mempald.state.gateway import StateGateway
+from mempald.store.base import DamageReport, Filters
 from mempald.store.gateway import StoreGateway
-from mempald.store.hosted import HostedEdgeStore
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import SpaceGuard
 
@@ -29,10 +29,10 @@ REFRESH_S = 1.0  # how often the figures are refreshed while files are being rea
 
 
 class StatusReport:
-    def __init__(self, *, store: StoreGateway, state: State, embedder: Embedder, sources: SourceSet,
+    def __init__(self, *, store: StoreGateway, state: StateGateway, embedder: Embedder, sources: SourceSet,
                  scanner: Scanner, files: FileQueue, dense: DenseQueue, densifier: DenseWorker, ingestor: Ingestor,
                  index: IndexMaintainer, machine: str, space: SpaceGuard | None = None,
-                 hosted: HostedEdgeStore | None = None, keywords: KeywordReindex | None = None) -> None:
+                 damage: DamageReport | None = None, keywords: KeywordReindex | None = None) -> None:
         self.store = store
         self.state = state
         self.embedder = embedder
@@ -45,7 +45,7 @@ class StatusReport:
         self.index = index
         self.machine = machine
         self.space = space  # the disk-space guard (None: a store on a server)
-        self.hosted = hosted  # the embedded store's process (it says when its files look damaged)
+        self.damage = damage  # the backend, when it says whether its files look damaged
         self.keywords = keywords  # keyword vectors of another tokenizer (it says so until reindex runs)
         self.started_at = time.time()
         self.ready = False
@@ -99,7 +99,7 @@ class StatusReport:
 
     async def _refresh_state(self) -> tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]:
         # one worker-thread hop for both (each hop costs a GIL hand-over while the ingest runs)
-        figures = await anyio.to_thread.run_sync(lambda: (self.state.source_figures(), self.state.counters()))
+        figures = await self.state.figures()
         self._state_cache = figures
         return figures
 
@@ -173,8 +173,8 @@ class StatusReport:
         """A full disk (ingest paused), damaged store files, damaged text in the state database, keyword vectors
         of another tokenizer."""
         out = [self.space.check()] if self.space is not None else []
-        if self.hosted is not None:
-            out.append(self.hosted.damaged)
+        if self.damage is not None:
+            out.append(self.damage.damaged)
         out.append(self.state.damaged)
         out.append(self.densifier.warning)
         if self.keywords is not None:

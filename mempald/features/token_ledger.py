@@ -12,10 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import anyio.to_thread
-
 from mempal import tokens as llm
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 
 SOURCE = "tokens"
 DAYS_SHOWN = 14
@@ -27,7 +25,7 @@ def today() -> str:
 
 
 class TokenLedger:
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: StateGateway) -> None:
         self.state = state
         self._cache: tuple[float, dict[str, Any]] | None = None  # status asks often: one read a second
 
@@ -35,14 +33,14 @@ class TokenLedger:
         """Count ``tokens`` for today (``saved`` may be negative: an index of tiny drawers costs more than they)."""
         if tokens > 0 or (what == "saved" and tokens):
             name = f"{today()}:{what}"
-            await anyio.to_thread.run_sync(lambda: self.state.bump(SOURCE, name, int(tokens)))
+            await self.state.bump(SOURCE, name, int(tokens))
             self._cache = None
 
     async def figures(self, days: int = DAYS_SHOWN) -> dict[str, Any]:
         """``{days: {date: {injected: {event: n, total: n}, index, saved, get}}, totals: {...}}``, newest first."""
         if self._cache is not None and time.monotonic() - self._cache[0] < CACHE_S:
             return self._cache[1]
-        counters = (await anyio.to_thread.run_sync(self.state.counters)).get(SOURCE, {})
+        counters = (await self.state.counters()).get(SOURCE, {})
         per_day: dict[str, dict[str, Any]] = {}
         totals: dict[str, Any] = {"injected": 0, "index": 0, "saved": 0, "get": 0}
         for name, value in counters.items():

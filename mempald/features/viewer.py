@@ -33,6 +33,7 @@ from mempald.features.kg import KnowledgeGraph, Triple, normalize_date, normaliz
 from mempald.features.pack.output import load_pack, twin_json
 from mempald.features.pack.result import PackError
 from mempald.sources.catalog import SourceSet
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters, StoredPoint
 from mempald.store.gateway import StoreGateway
 
@@ -223,14 +224,14 @@ def graph_data(triples: list[Triple], *, entity: str | None, limit: int, now: st
             "truncated": len(chosen) > limit, "entity": spelling.get(centre, entity) if centre else None}
 
 
-async def kg_graph(graph: KnowledgeGraph, entity: str | None, as_of: str | None, include_expired: bool,
-                   limit: int) -> dict[str, Any]:
+async def kg_graph(graph: KnowledgeGraph, state: StateGateway, entity: str | None, as_of: str | None,
+                   include_expired: bool, limit: int) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         triples = graph.query(as_of=as_of, include_expired=include_expired)
         now = normalize_date(as_of) if as_of else normalize_date(datetime.now(UTC))
         return graph_data(triples, entity=entity, limit=limit, now=now)
 
-    return await anyio.to_thread.run_sync(run)
+    return await state.run(run)  # (the graph is in the state database)
 
 
 # pack outputs -----------------------------------------------------------------------------------------------

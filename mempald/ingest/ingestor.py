@@ -36,7 +36,7 @@ from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.sources.reader import Refused
 from mempald.sources.roots import Source
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 
@@ -59,7 +59,7 @@ class Ingestor:
         self,
         *,
         settings: SettingsRef,
-        state: State,
+        state: StateGateway,
         store: StoreGateway,
         embedder: Embedder,
         bm25: Bm25Encoder,
@@ -170,7 +170,7 @@ class Ingestor:
         """A file disappeared: code drawers follow it; conversation drawers are kept (they outlive transcripts)."""
         if source.mode == "projects":
             await self.store.delete(Filters(source_path=(path,), include_deleted=True))
-        await anyio.to_thread.run_sync(self.state.drop_cursor, path)
+        await self.state.drop_cursor(path)
 
     async def write_exchanges(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int = FRESH) -> IngestResult:
         """Store exchanges that did not come from a watched file (manual saves, imports, benchmarks)."""

@@ -32,7 +32,8 @@ from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.model import CursorContext, NormalizeError
 from mempald.sources.reader import ReadResult, prefix_hash, read_capped, read_lines
 from mempald.sources.roots import Source, folder_signature
-from mempald.state.db import Cursor, State
+from mempald.state.db import Cursor
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
 from mempald.text.classify import room_for_path
 
@@ -84,7 +85,7 @@ def parse_document(fmt: Format, data: bytes, name: str, ctx: CursorContext) -> P
 
 
 class UnitReader:
-    def __init__(self, *, settings: SettingsRef, state: State, writer: DrawerWriter, machine: str, user: str,
+    def __init__(self, *, settings: SettingsRef, state: StateGateway, writer: DrawerWriter, machine: str, user: str,
                  room_keywords: Callable[[], dict[str, list[str]] | None], status: dict[str, SourceStatus]) -> None:
         self.settings = settings
         self.state = state
@@ -111,7 +112,7 @@ class UnitReader:
         st.exchanges += len(parsed.exchanges)
 
     async def lines(self, path: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
-        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        cur = await self.state.get_cursor(str(path))
         budget = self.settings.current.ingest.read_chunk_bytes
         max_line = self.settings.current.ingest.max_line_bytes
         while True:
@@ -144,12 +145,12 @@ class UnitReader:
             await self.writer.retitle(str(path), new.session_id, new.title)
         phash = await anyio.to_thread.run_sync(prefix_hash, path, new_offset)
         total = (cur.exchanges if cur and not rr.restarted else 0) + max(0, len(exchanges) - (1 if cur else 0))
-        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+        await self.state.put_cursor(Cursor(
             str(path), source.key, rr.inode, rr.size, rr.mtime, new_offset, phash, new, total))
 
     async def document(self, path: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
         st = await anyio.to_thread.run_sync(path.stat)
-        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        cur = await self.state.get_cursor(str(path))
         if cur and cur.same_file(st):
             return
         data = await anyio.to_thread.run_sync(read_capped, path, self.settings.current.ingest.max_file_bytes)
@@ -158,14 +159,14 @@ class UnitReader:
         # The full path names the session: two notes.md in different folders are different sessions.
         parsed = await anyio.to_thread.run_sync(parse_document, fmt, data, str(path), ctx)
         await self.write(parsed, self.info(path, source, parsed.context.format or fmt.name), lane, res)
-        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+        await self.state.put_cursor(Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
             replace(parsed.context, format=fmt.name), len(parsed.exchanges)))
 
     async def folder(self, root: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
         """A folder unit (a Slack export): threads span day files, names come from users.json."""
         n, size, mtime = await anyio.to_thread.run_sync(folder_signature, root)
-        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(root))
+        cur = await self.state.get_cursor(str(root))
         if cur and cur.same_folder(n, size, mtime):
             return
         files = await anyio.to_thread.run_sync(read_export, root)
@@ -179,14 +180,14 @@ class UnitReader:
         info = replace(self.info(root, source, fmt.name), wing=source.wing or root.name)
         await self.write(parsed, info, lane, res)
         st = await anyio.to_thread.run_sync(os.stat, root)
-        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+        await self.state.put_cursor(Cursor(
             str(root), source.key, st.st_ino, size, mtime, size, "", replace(parsed.context, files=n),
             len(parsed.exchanges)))
 
     async def project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
         """Code and notes: a changed file is re-chunked and its old drawers replaced."""
         st = await anyio.to_thread.run_sync(path.stat)
-        cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+        cur = await self.state.get_cursor(str(path))
         if cur and cur.same_file(st):
             return
         project = await anyio.to_thread.run_sync(project_settings, source.root)
@@ -202,7 +203,7 @@ class UnitReader:
         res.exchanges = len(exchanges)
         res.wrote(await self.writer.write(exchanges, info, lane))
         self.status.setdefault(source.key, SourceStatus()).exchanges += len(exchanges)
-        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+        await self.state.put_cursor(Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
             CursorContext(format="project"), len(exchanges)))
 
@@ -213,6 +214,6 @@ class UnitReader:
         status = self.status.setdefault(source.key, SourceStatus())
         status.skipped[UNKNOWN] = status.skipped.get(UNKNOWN, 0) + 1
         log.warning("unknown_format_skipped", path=str(path))
-        await anyio.to_thread.run_sync(self.state.put_cursor, Cursor(
+        await self.state.put_cursor(Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
             CursorContext(format=UNKNOWN), 0))

@@ -33,7 +33,7 @@ from mempald.sources.catalog import SourceSet
 from mempald.sources.paths import checked_path
 from mempald.sources.reader import Refused
 from mempald.sources.roots import Source
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 
@@ -67,7 +67,7 @@ def looks_like_project(root: Path) -> bool:
 
 
 class SourceReview:
-    def __init__(self, settings: SettingsRef, sources: SourceSet, ingestor: Ingestor, state: State,
+    def __init__(self, settings: SettingsRef, sources: SourceSet, ingestor: Ingestor, state: StateGateway,
                  store: StoreGateway, embedder: Embedder, machine: str, user: str,
                  room_keywords: Callable[[], dict[str, list[str]] | None]) -> None:
         self.settings = settings
@@ -172,7 +172,7 @@ class SourceReview:
         before: set[str] = set()
         async for page in self.store.pages(Filters(source_path=(str(unit),))):
             before.update(p.id for p in page)
-        await anyio.to_thread.run_sync(self.state.drop_cursor, str(unit))
+        await self.state.drop_cursor(str(unit))
         made: set[str] = set()
         exchanges = written = 0
         while True:

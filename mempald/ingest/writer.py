@@ -24,7 +24,7 @@ from mempald.ingest.build_pool import MIN_EXCHANGES, BuildPool, Built, build
 from mempald.ingest.drawers import Drawer, SourceInfo, index_text
 from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.normalize.model import Exchange
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters, PointData, SparseVec, StoredPoint, StoreError
 from mempald.store.gateway import StoreGateway
 
@@ -46,8 +46,9 @@ class Written:
 
 
 class DrawerWriter:
-    def __init__(self, *, state: State, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder, dense: DenseQueue,
-                 max_tokens: int, admit: Admission | None = None, pool: BuildPool | None = None) -> None:
+    def __init__(self, *, state: StateGateway, store: StoreGateway, embedder: Embedder, bm25: Bm25Encoder,
+                 dense: DenseQueue, max_tokens: int, admit: Admission | None = None,
+                 pool: BuildPool | None = None) -> None:
         self.pool = pool  # worker processes for the backfill's building (None: always in a thread)
         self.admit = admit  # what may be stored: not what the user forgot or excluded (None: everything)
         self.state = state
@@ -85,7 +86,7 @@ class DrawerWriter:
             # counted when it was first stored, so placeholders already stored in its drawers are subtracted.
             fresh = sum(d.text.count(REDACTED) for d in changed) - redacted_before
             if fresh > 0:
-                await anyio.to_thread.run_sync(self.state.bump, info.source_key, "redactions", fresh)
+                await self.state.bump(info.source_key, "redactions", fresh)
         capped = {d.payload["exchange_key"] for d in drawers if d.payload.get("capped")}
         return Written([d.id for d in drawers], len(changed), len(capped))
 

@@ -21,7 +21,7 @@ from mempald.ingest.queues import FRESH, FileQueue
 from mempald.intake.scan import Scanner
 from mempald.intake.watch import Watcher
 from mempald.sources.catalog import SourceSet
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 
 log = logs.get("watch")
 RECONCILE_GAP_S = 5.0  # least time between two reconciles set off by overflows
@@ -29,7 +29,7 @@ RECONCILE_GAP_S = 5.0  # least time between two reconciles set off by overflows
 
 class EventRouter:
     def __init__(self, settings: SettingsRef, sources: SourceSet, scanner: Scanner, files: FileQueue,
-                 state: State, ingestor: Ingestor) -> None:
+                 state: StateGateway, ingestor: Ingestor) -> None:
         self.settings = settings
         self.sources = sources
         self.scanner = scanner
@@ -136,7 +136,7 @@ class EventRouter:
             self.files.put_many([str(p) for p in changed], FRESH)
             return
         if not await anyio.to_thread.run_sync(path.exists):
-            cur = await anyio.to_thread.run_sync(self.state.get_cursor, str(path))
+            cur = await self.state.get_cursor(str(path))
             if cur is not None:
                 await self.ingestor.forget_file(str(path), source)
             return

@@ -14,12 +14,15 @@ from mempald.features.cowork import MAX_PENDING, CoworkInbox, Drained, Message, 
 from mempald.features.memories import Memories
 from mempald.features.recall import PromptContext
 from mempald.rpc.dispatch import Args, Handler
+from mempald.state.gateway import StateGateway
 
 
 class AgentMethods:
-    def __init__(self, settings: SettingsRef, inbox: CoworkInbox, prompts: PromptContext, memories: Memories) -> None:
+    def __init__(self, settings: SettingsRef, inbox: CoworkInbox, prompts: PromptContext, memories: Memories,
+                 state: StateGateway) -> None:
         self.settings = settings
         self.inbox = inbox
+        self.state = state  # (the inbox's tables are in the state database: its calls run on its thread)
         self.prompts = prompts
         self.memories = memories
 
@@ -36,18 +39,18 @@ class AgentMethods:
             msg = self.inbox.push(sender=sender, target=target, cwd=cwd, text=text)
             return msg, len(self.inbox.pending(target, msg.cwd))
 
-        msg, pending = await anyio.to_thread.run_sync(run)
+        msg, pending = await self.state.run(run)
         return {"message": msg.to_dict(), "pending": pending, "limit": MAX_PENDING,
                 "delivery": f"at {target}'s next prompt in {msg.cwd}"}
 
     async def cowork_drain(self, a: Args) -> Any:
         target, cwd, budget = _needed(a, "target"), _needed(a, "cwd"), a["max_chars"]
-        res: Drained = await anyio.to_thread.run_sync(lambda: self.inbox.drain(target, cwd, budget))
+        res: Drained = await self.state.run(lambda: self.inbox.drain(target, cwd, budget))
         return {"messages": [m.to_dict() for m in res.messages], "remaining": res.remaining}
 
     async def cowork_status(self, a: Args) -> Any:
         cwd = _needed(a, "cwd")
-        return await anyio.to_thread.run_sync(lambda: self.inbox.status(cwd))
+        return await self.state.run(lambda: self.inbox.status(cwd))
 
     async def peek_partner(self, a: Args) -> Any:
         cwd, partner, n = _needed(a, "cwd"), _needed(a, "partner"), a["n"]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio.to_thread
-
 from mempald.errors import InvalidInput
 from mempald.features.backup import Backup
 from mempald.features.exclusions import Exclusions
@@ -13,12 +11,12 @@ from mempald.features.export import Exporter
 from mempald.features.forget import Forgetter, Selection
 from mempald.features.importer import Importer
 from mempald.rpc.dispatch import Args, Handler
-from mempald.state.db import State
+from mempald.state.gateway import StateGateway
 
 
 class DataMethods:
     def __init__(self, forgetter: Forgetter, exclusions: Exclusions, exporter: Exporter, importer: Importer,
-                 backups: Backup, state: State) -> None:
+                 backups: Backup, state: StateGateway) -> None:
         self.state = state
         self.forgetter = forgetter
         self.exclusions = exclusions
@@ -33,8 +31,7 @@ class DataMethods:
 
     async def audit(self, a: Args) -> Any:
         since, action, limit = a["since"], a["action"], a["limit"]
-        entries = await anyio.to_thread.run_sync(lambda: self.state.audit_log(
-            limit, since=since, actions=(action,) if action else ()))
+        entries = await self.state.audit_log(limit, since=since, actions=(action,) if action else ())
         return {"entries": entries, "since": since, "action": action, "limit": limit}
 
     async def forget(self, a: Args) -> Any:

@@ -27,7 +27,7 @@ from mempald.errors import (
 )
 from mempald.features.kg import KGError
 from mempald.features.pack.result import PackError
-from mempald.store.base import StoreError
+from mempald.store.base import StoreError, StoreLacks
 
 _CODES: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidInput, INVALID_PARAMS),
@@ -36,6 +36,7 @@ _CODES: tuple[tuple[type[BaseException], int], ...] = (
     (Busy, BUSY),
     (LimitExceeded, LIMIT_EXCEEDED),
     (Unavailable, STORE_UNAVAILABLE),
+    (StoreLacks, STORE_UNAVAILABLE),  # the backend cannot do it at all (its name and the operation in data)
     (ModelMismatch, MODEL_MISMATCH),
     (ParamError, INVALID_PARAMS),
     (KGError, INVALID_PARAMS),

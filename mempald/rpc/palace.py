@@ -14,14 +14,17 @@ from mempald.features.memories import wing_for
 from mempald.features.taxonomy import Taxonomy, load_taxonomy, taxonomy_path
 from mempald.features.wakeup import WakeUp
 from mempald.rpc.dispatch import Args, Handler
+from mempald.state.gateway import StateGateway
 
 
 class PalaceMethods:
-    def __init__(self, wakeup: WakeUp, layout: Layout, taxonomy: Taxonomy, kg: KnowledgeGraph) -> None:
+    def __init__(self, wakeup: WakeUp, layout: Layout, taxonomy: Taxonomy, kg: KnowledgeGraph,
+                 state: StateGateway) -> None:
         self.wakeup = wakeup
         self.layout = layout
         self.taxonomy_table = taxonomy
         self.graph = kg
+        self.state = state  # (the graph's tables are in the state database: its calls run on its thread)
 
     def handlers(self) -> dict[str, Handler]:
         return {"wake_up": self.wake_up, "recall_room": self.recall_room, "list_wings": self.list_wings,
@@ -57,22 +60,23 @@ class PalaceMethods:
         graph = self.graph
         op = a["op"]
         if op == "add":
-            t = await anyio.to_thread.run_sync(lambda: graph.add(
+            t = await self.state.run(lambda: graph.add(
                 _required(a, "subject"), _required(a, "predicate"), _required(a, "object"),
                 valid_from=a["valid_from"], confidence=a["confidence"], source_drawer=a["source_drawer"]))
             return {"triple": t.to_dict()}
         if op == "query":
-            rows = await anyio.to_thread.run_sync(lambda: graph.query(
+            rows = await self.state.run(lambda: graph.query(
                 a["subject"], a["predicate"], a["object"], as_of=a["as_of"], include_expired=a["include_expired"]))
             return {"triples": [t.to_dict() for t in rows]}
         if op == "invalidate":
-            n = await anyio.to_thread.run_sync(lambda: graph.invalidate(
+            n = await self.state.run(lambda: graph.invalidate(
                 a["id"], subject=a["subject"], predicate=a["predicate"], object=a["object"], ended=a["ended"]))
             return {"invalidated": n}
         if op == "timeline":
-            rows = await anyio.to_thread.run_sync(graph.timeline, _required(a, "entity"))
+            entity = _required(a, "entity")
+            rows = await self.state.run(lambda: graph.timeline(entity))
             return {"triples": [t.to_dict() for t in rows]}
-        return {"stats": await anyio.to_thread.run_sync(graph.stats)}
+        return {"stats": await self.state.run(graph.stats)}
 
     async def kg_query(self, a: Args) -> Any:
         """``kg``'s reading operations (query, timeline, stats) as a method that writes nothing."""
@@ -80,7 +84,7 @@ class PalaceMethods:
 
     async def fact_check(self, a: Args) -> Any:
         text = a["text"]
-        issues = await anyio.to_thread.run_sync(lambda: factcheck.fact_check(text, self.graph, today=a["today"]))
+        issues = await self.state.run(lambda: factcheck.fact_check(text, self.graph, today=a["today"]))
         return {"issues": [i.to_dict() for i in issues], "claims": factcheck.extract_triples(text)}
 
 

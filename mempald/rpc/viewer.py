@@ -9,12 +9,15 @@ from mempald.features.kg import KnowledgeGraph
 from mempald.rpc.dispatch import Args, Handler
 from mempald.sources.catalog import SourceSet
 from mempald.sources.paths import checked_path
+from mempald.state.gateway import StateGateway
 
 
 class ViewerMethods:
-    def __init__(self, sessions: viewer.SessionBrowser, kg: KnowledgeGraph, sources: SourceSet) -> None:
+    def __init__(self, sessions: viewer.SessionBrowser, kg: KnowledgeGraph, sources: SourceSet,
+                 state: StateGateway) -> None:
         self.sessions = sessions
         self.graph = kg
+        self.state = state
         self.sources = sources
 
     def handlers(self) -> dict[str, Handler]:
@@ -29,7 +32,7 @@ class ViewerMethods:
                                                    a["after"], a["include_deleted"])
 
     async def kg_graph(self, a: Args) -> Any:
-        return await viewer.kg_graph(self.graph, a["entity"], a["as_of"], a["include_expired"], a["limit"])
+        return await viewer.kg_graph(self.graph, self.state, a["entity"], a["as_of"], a["include_expired"], a["limit"])
 
     async def pack_outputs(self, a: Args) -> Any:
         folder = checked_path(a["dir"]) if a["dir"] else None

@@ -22,7 +22,7 @@ from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import META_KEY, Bm25Encoder
 from mempald.errors import ModelMismatch
-from mempald.features.backup import Backup, snapshots_of
+from mempald.features.backup import Backup
 from mempald.features.compress import Compressor
 from mempald.features.cowork import CoworkInbox
 from mempald.features.disclosure import Disclosure
@@ -67,10 +67,10 @@ from mempald.search.searcher import Searcher
 from mempald.sources.catalog import SourceSet
 from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State, StateDamaged, state_missing
+from mempald.state.gateway import StateGateway
 from mempald.store import faults
-from mempald.store.base import SCHEMA_VERSION, Filters, Store, StoreError
+from mempald.store.base import DAMAGE_REPORT, INDEX_REBUILD, SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
-from mempald.store.hosted import HostedEdgeStore
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import SpaceGuard, guard_store
@@ -81,14 +81,15 @@ Loop = Callable[[], Coroutine[Any, Any, None]]
 
 
 class Backends:
-    """What ``Daemon.open`` opens: the model, the store (``hosted``: the same store when it is the embedded one
-    in a child process, whose index the daemon maintains), the state database."""
+    """What ``Daemon.open`` opens: the model, the store (``backend``: the same store under the wrappers it is
+    called through, the disk guard and fault injection; the daemon asks it for its capabilities; None: ``store``
+    is the backend itself), the state database."""
 
-    def __init__(self, embedder: Embedder, store: Store, hosted: HostedEdgeStore | None, state: State,
+    def __init__(self, embedder: Embedder, store: Store, backend: Store | None, state: State,
                  space: SpaceGuard | None = None) -> None:
         self.embedder = embedder
         self.store = store
-        self.hosted = hosted
+        self.backend = backend or store
         self.state = state
         self.space = space  # the disk-space guard of an embedded store's writes
 
@@ -110,7 +111,6 @@ def open_backends(settings: Settings) -> Backends:
     if not meta:
         store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
                         "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
-    hosted = opened if isinstance(opened, HostedEdgeStore) else None
     try:
         refuse_lost_state(ddir / "state.sqlite3", store)
         state = State(ddir / "state.sqlite3")
@@ -123,7 +123,7 @@ def open_backends(settings: Settings) -> Backends:
         store.close()
         state.close()
         raise
-    return Backends(embedder, store, hosted, state, space)
+    return Backends(embedder, store, opened, state, space)
 
 
 def refuse_lost_state(path: Path, store: Store) -> None:
@@ -162,11 +162,11 @@ class Daemon:
     def __init__(self, settings: Settings, backends: Backends) -> None:
         self.settings = SettingsRef(settings)
         self.embedder = embedder = backends.embedder
-        self.state = state = backends.state
+        db = backends.state  # (the blocking database: what runs inside a worker thread's job holds it)
+        self.state = state = StateGateway(db)
         machine = settings.store.machine or socket.gethostname()
         user = getpass.getuser()
         self.store = StoreGateway(backends.store)
-        self.hosted = backends.hosted
         bm25 = Bm25Encoder()
         self.keywords = KeywordReindex(self.store, bm25)  # keyword vectors of another tokenizer re-encoded
         self.files = FileQueue()
@@ -174,7 +174,7 @@ class Daemon:
         self.taxonomy = Taxonomy()
         self.taxonomy.load()
         self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
-        self.forgotten = ForgetList(state)
+        self.forgotten = ForgetList(db)
         counter = embedder.counter_file
         self.builders = BuildPool(BuildSpec(str(counter), bm25.tokenizer, settings.embed.max_tokens),
                                   settings.ingest.build_workers if counter is not None else 0)
@@ -185,19 +185,20 @@ class Daemon:
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
         self.sources = SourceSet(settings, self.exclude)
-        self.scanner = Scanner(self.settings, self.sources, state, self.files, self.ingestor)
+        self.scanner = Scanner(self.settings, self.sources, db, self.files, self.ingestor)
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
         self.pack_runs = PackRuns()
         self.packs = PackWatcher(self.sources, self.files, embedder, self.densifier.limiter, self.pack_runs)
         self.ingest_loops = IngestLoops(self.files, self.sources, self.ingestor, on_ingested=self.packs.changed)
-        self.index = IndexMaintainer(self.settings, self.store, self.hosted, self._idle)
+        self.index = IndexMaintainer(self.settings, self.store, INDEX_REBUILD.of(backends.backend), self._idle)
         self.status = StatusReport(store=self.store, state=state, embedder=embedder, sources=self.sources,
                                    scanner=self.scanner, files=self.files, dense=self.dense, densifier=self.densifier,
                                    ingestor=self.ingestor, index=self.index, machine=machine,
-                                   space=backends.space, hosted=self.hosted, keywords=self.keywords)
-        self.kg = KnowledgeGraph(state.conn, lock=state.lock)
+                                   space=backends.space, damage=DAMAGE_REPORT.of(backends.backend),
+                                   keywords=self.keywords)
+        self.kg = KnowledgeGraph(db.conn, lock=db.lock)
         self.kg.ensure_schema()
-        self.inbox = CoworkInbox(state.conn, lock=state.lock)
+        self.inbox = CoworkInbox(db.conn, lock=db.lock)
         self.inbox.ensure_schema()
         layout = Layout(self.store)
         sessions = SessionBrowser(self.store)
@@ -211,13 +212,13 @@ class Daemon:
         for group in (
             CoreMethods(self.settings, self.status, self.searcher, layout, self.store, self.admin, disclosure),
             MemoryMethods(memories, Compressor(self.settings, embedder, wakeup, self.ingestor, machine, user)),
-            PalaceMethods(wakeup, layout, self.taxonomy, self.kg),
+            PalaceMethods(wakeup, layout, self.taxonomy, self.kg, state),
             SourceMethods(self.settings, self.admin, self.store, embedder,
                           SourceReview(self.settings, self.sources, self.ingestor, state, self.store, embedder,
                                        machine, user, self.taxonomy.current), self.pack_runs),
-            AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, embedder,
-                                                                  self.store), memories),
-            ViewerMethods(SessionBrowser(self.store), self.kg, self.sources),
+            AgentMethods(self.settings, self.inbox, PromptContext(self.settings, self.searcher, self.inbox, state,
+                                                                  embedder, self.store), memories, state),
+            ViewerMethods(SessionBrowser(self.store), self.kg, self.sources, state),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),
         ):
@@ -233,7 +234,7 @@ class Daemon:
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), importer,
-                           Backup(self.settings, self.store, self.state, snapshots_of(backends.store, self.hosted)),
+                           Backup(self.settings, self.store, self.state.db, backends.backend),
                            self.state)
 
     @classmethod
@@ -293,9 +294,9 @@ class Daemon:
         try:
             self.builders.close()
             with contextlib.suppress(Exception):  # a store that cannot count now records nothing
-                self.state.record_store_points(self.store.store.count(Filters(include_deleted=True)))
+                self.state.db.record_store_points(self.store.store.count(Filters(include_deleted=True)))
         finally:
             try:
                 self.store.store.close()
             finally:
-                self.state.close()
+                self.state.db.close()

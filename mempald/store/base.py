@@ -8,15 +8,19 @@ dense vector added by the embedding queue).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from mempal.methods.drawer import indexed
+from mempald.errors import MempalError
 
 DENSE = "dense"
 SPARSE = "sparse"
 SCHEMA_VERSION = 1
+T = TypeVar("T")
+C = TypeVar("C")
 
 # Payload fields with an index (filters and facets), as the drawer's declaration (``mempal.methods.drawer``) marks
 # them. ``files`` is a list: the file paths the exchange's tool calls touched (a filter matches any of them).
@@ -125,8 +129,10 @@ Ranker = Callable[["Store", RankRequest], list[dict[str, Any]]]
 class Store(Protocol):
     """What the daemon needs from a backend. Implementations: ``edge.EdgeStore`` (in the daemon through
     ``hosted.HostedEdgeStore``, its child process), ``server.ServerStore``. Every call is blocking; the daemon
-    makes them through ``gateway.StoreGateway``."""
+    makes them through ``gateway.StoreGateway``. What some backends can do beyond it is declared below
+    (capabilities)."""
 
+    backend: str  # the backend's name in messages ("qdrant-edge", "qdrant-server")
     location: str
 
     def upsert(self, points: Sequence[PointData]) -> None: ...
@@ -177,3 +183,76 @@ class Store(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+# Capabilities: what some backends can do beyond the ``Store`` contract. A backend declares each one it has by
+# subclassing its protocol (``class EdgeStore(Store, Snapshots)``); the daemon asks for one through its
+# ``Capability`` (``SNAPSHOTS.of(store)``, ``SNAPSHOTS.required(store)``), never by probing the object, so a backend
+# that lacks one answers ``StoreLacks`` naming itself and the operation instead of failing somewhere later.
+class Snapshots(Protocol):
+    """Copies its live data, consistent, into a new folder (``mempal backup``; call it with nothing else in
+    between: ``StoreGateway.exclusive``)."""
+
+    def snapshot_to(self, dst: Path) -> None: ...
+
+
+class Exclusive(Protocol):
+    """Runs a blocking job on the store's thread with nothing in between (``StoreGateway.exclusive``)."""
+
+    def __call__(self, job: Callable[[], T], *, writes: bool = False) -> Awaitable[T]: ...
+
+
+class IndexRebuild(Protocol):
+    """Its indexes are rebuilt in another process while the daemon runs and the built shard swapped in
+    (``store.maintenance``); ``pids``: the store processes serving it now."""
+
+    @property
+    def pids(self) -> list[int]: ...
+
+    def index_state(self) -> tuple[int, int]:
+        """(points, points whose vectors are not indexed yet)."""
+        ...
+
+    def misplaced_indexes(self) -> list[str]: ...
+
+    async def rebuild(self, exclusive: Exclusive) -> dict[str, Any]: ...
+
+
+class DamageReport(Protocol):
+    """Says why its files look damaged (``""`` while nothing says so), for ``status``."""
+
+    damaged: str
+
+
+class StoreLacks(MempalError):
+    """The store backend in use cannot do this operation at all (retrying will not help)."""
+
+    def __init__(self, backend: str, operation: str, instead: str) -> None:
+        super().__init__(f"store backend {backend!r} cannot {operation}" + (f": {instead}" if instead else ""),
+                         {"backend": backend, "operation": operation})
+
+
+class Capability(Generic[C]):
+    """One capability, asked of a backend (not of a wrapper around it: the guard and faults only pass calls on)."""
+
+    def __init__(self, protocol: object, operation: str, instead: str = "") -> None:
+        self.protocol = protocol  # (typed ``object``: a protocol class is not a concrete ``type[C]``)
+        self.operation = operation
+        self.instead = instead
+
+    def of(self, store: Store) -> C | None:
+        """``store`` as this capability when its backend declares it, else None."""
+        return cast(C, store) if self.protocol in type(store).__mro__ else None
+
+    def required(self, store: Store) -> C:
+        """``store`` as this capability, else ``StoreLacks`` naming the backend and the operation."""
+        found = self.of(store)
+        if found is None:
+            raise StoreLacks(store.backend, self.operation, self.instead)
+        return found
+
+
+SNAPSHOTS = Capability[Snapshots](Snapshots, "snapshot", "back up a server's collection with Qdrant's own snapshots, "
+                                  "or copy its drawers with `mempal export`")
+INDEX_REBUILD = Capability[IndexRebuild](IndexRebuild, "rebuild its index in the background")
+DAMAGE_REPORT = Capability[DamageReport](DamageReport, "report damaged files")

@@ -34,7 +34,9 @@ from mempald.store.base import (
     PointData,
     Ranker,
     RankRequest,
+    Snapshots,
     SparseVec,
+    Store,
     StoredPoint,
     StoreError,
 )
@@ -200,7 +202,9 @@ def _dims_of(shard_dir: Path) -> int:
     return int(cfg["vectors"][DENSE]["size"])
 
 
-class EdgeStore:
+class EdgeStore(Store, Snapshots):
+    backend = "qdrant-edge"
+
     def __init__(self, path: Path, dim: int, shard: str | None = None, *, ranker: Ranker | None = None) -> None:
         self.path = path
         self._ranker = ranker

@@ -37,7 +37,21 @@ import anyio
 import anyio.to_thread
 
 from mempald import logs
-from mempald.store.base import Fields, Filters, Hit, PointData, RankRequest, SparseVec, StoredPoint, StoreError
+from mempald.store.base import (
+    DamageReport,
+    Exclusive,
+    Fields,
+    Filters,
+    Hit,
+    IndexRebuild,
+    PointData,
+    RankRequest,
+    Snapshots,
+    SparseVec,
+    Store,
+    StoredPoint,
+    StoreError,
+)
 from mempald.store.edge import BUILDING, LEGACY_SHARD, current_shard, remove_stale_shards, set_current_shard
 from mempald.store.gateway import StoreGateway
 from mempald.store.host import WRITES, damage_hint
@@ -54,9 +68,11 @@ DEATH_WINDOW_S = 60.0
 PAUSE_MAX_S = 60.0
 
 
-class HostedEdgeStore:
+class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
     """The ``Store`` contract, answered by a child process that owns the Qdrant Edge shard. ``ranker`` names the
     ``module:function`` the child ranks searches with (the daemon's composition root chooses it)."""
+
+    backend = "qdrant-edge"
 
     def __init__(self, path: Path, dim: int, *, ranker: str = "") -> None:
         self.path = path
@@ -281,6 +297,10 @@ class HostedEdgeStore:
     def abort_rebuild(self) -> None:
         self._journal = None
 
+    async def rebuild(self, exclusive: Exclusive) -> dict[str, Any]:
+        """``IndexRebuild``: the steps of the module docstring."""
+        return await _rebuild(exclusive, self)
+
 
 def _remove_folder(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
@@ -292,8 +312,12 @@ def build_command(shard_dir: Path) -> list[str]:
 
 async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[str, Any]:
     """Build the store's indexes in a separate process and swap the built shard in (module docstring)."""
+    return await store.rebuild(gateway.exclusive)
+
+
+async def _rebuild(exclusive: Exclusive, store: HostedEdgeStore) -> dict[str, Any]:
     t0 = time.monotonic()
-    building = await gateway.exclusive(store.begin_rebuild)
+    building = await exclusive(store.begin_rebuild)
     copied = time.monotonic()
     final = building.with_name(building.name.removesuffix(BUILDING))
     new: HostProcess | None = None
@@ -309,7 +333,7 @@ async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[s
         new = store.spawn_host(final.name)
         await anyio.to_thread.run_sync(new.wait_ready, open_timeout(final))
         loaded = time.monotonic()
-        old, replayed = await gateway.exclusive(lambda: store.finish_rebuild(new))
+        old, replayed = await exclusive(lambda: store.finish_rebuild(new))
         swapped = True
     finally:
         if not swapped:

@@ -1,6 +1,7 @@
-"""Keeping the embedded store fast: rebuild its indexes (in a separate process, ``hosted.rebuild_index``) once
-``store.index_after`` vectors are not indexed, or a field index is placed in memory (a palace made by an earlier
-release, ``mempald.store.field_index``), and the daemon has been idle for ``store.index_quiet_s``."""
+"""Keeping the embedded store fast: rebuild its indexes (in a separate process: the ``IndexRebuild`` capability,
+``hosted.rebuild_index``) once ``store.index_after`` vectors are not indexed, or a field index is placed in memory
+(a palace made by an earlier release, ``mempald.store.field_index``), and the daemon has been idle for
+``store.index_quiet_s``."""
 
 from __future__ import annotations
 
@@ -12,27 +13,26 @@ import anyio
 
 from mempald import logs
 from mempald.config import SettingsRef
-from mempald.store.base import StoreError
+from mempald.store.base import IndexRebuild, StoreError
 from mempald.store.gateway import StoreGateway
-from mempald.store.hosted import HostedEdgeStore, rebuild_index
 
 log = logs.get("store")
 
 
 class IndexMaintainer:
-    def __init__(self, settings: SettingsRef, gateway: StoreGateway, hosted: HostedEdgeStore | None,
+    def __init__(self, settings: SettingsRef, gateway: StoreGateway, store: IndexRebuild | None,
                  idle: Callable[[], bool]) -> None:
         self.settings = settings
         self.gateway = gateway
-        self.hosted = hosted  # None: the store is not the embedded one in a child process (nothing to build)
+        self.store = store  # None: the backend rebuilds no index in the background (nothing to build)
         self.idle = idle
         self.report: dict[str, Any] = {"state": "idle", "builds": 0, "last": {}, "last_error": ""}
 
     def status(self) -> dict[str, Any]:
-        return {**self.report, "store_pids": self.hosted.pids if self.hosted else []}
+        return {**self.report, "store_pids": self.store.pids if self.store else []}
 
     async def run(self) -> None:
-        store = self.hosted
+        store = self.store
         s = self.settings.current.store
         threshold, quiet_s = s.index_after, s.index_quiet_s
         check_s = min(10.0, max(0.2, quiet_s / 3))
@@ -55,7 +55,7 @@ class IndexMaintainer:
             self.report["state"] = "building"
             log.info("index_build_started", unindexed=unindexed, misplaced_indexes=misplaced)
             try:
-                res = await rebuild_index(self.gateway, store)
+                res = await store.rebuild(self.gateway.exclusive)
             except StoreError as exc:
                 self.report["last_error"] = str(exc)
                 log.warning("index_build_failed", error=str(exc))

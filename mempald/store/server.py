@@ -74,9 +74,9 @@ MAX_RETRY_AFTER_S = 10.0
 _LOCAL_INDEX_WARNING = "Payload indexes have no effect in the local Qdrant"
 
 
-# the store ---------------------------------------------------------------------------------------------------
 class ServerStore:
-    """The ``Store`` protocol over qdrant-client. See the module docstring for the choices made."""
+    """The ``Store`` protocol over qdrant-client (no capability beyond it). See the module docstring."""
+    backend = "qdrant-server"
 
     def __init__(
         self,

@@ -76,7 +76,7 @@ async def test_reread_replaces_what_the_old_adapter_stored(home: Path, formats_d
         res = await daemon.ingestor.ingest_path(session_file, source)  # the session itself read as before
         main_ids = set(res.ids)
 
-        review = SourceReview(daemon.settings, daemon.sources, daemon.ingestor, state, daemon.store, embedder,
+        review = SourceReview(daemon.settings, daemon.sources, daemon.ingestor, daemon.state, daemon.store, embedder,
                               machine, "u", lambda: None)
         out = await review.reread(str(folder))
         assert out["files"] == 4 and not out["errors"]
