@@ -66,7 +66,7 @@ def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
     from mempald.embed.embedder import Embedder
     from mempald.embed.sparse import META_KEY, Bm25Encoder
     from mempald.ingest.drawers import index_text
-    from mempald.store.base import PointData
+    from mempald.store.base import SCHEMA_VERSION, PointData
     from mempald.store.edge import EdgeStore
 
     t0 = time.monotonic()
@@ -78,7 +78,7 @@ def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
     bm25 = Bm25Encoder()
     store = EdgeStore(data_dir / "store", emb.dim)
     # the keyword tokenizer too, as the daemon records it (else it warns that the keyword vectors are stale)
-    store.set_meta({"model": emb.info.model_id, "dim": emb.dim, "schema": 1, "created_at": time.time(),
+    store.set_meta({"model": emb.info.model_id, "dim": emb.dim, "schema": SCHEMA_VERSION, "created_at": time.time(),
                     META_KEY: bm25.tokenizer})
     t1 = time.monotonic()
     batch: list[PointData] = []
@@ -93,18 +93,22 @@ def build(data_dir: Path, n_drawers: int) -> dict[str, float]:
             batch = []
     store.upsert(batch)
     store.close()
+    # a palace's state database beside its store (the daemon refuses a store of drawers without one)
+    from mempald.state.db import State
+
+    State(data_dir / "state.sqlite3").close()
     # drawers are made while they are written: build_s is the whole fill (the model's DISTINCT texts included)
     return {"drawers": n, "build_s": round(time.monotonic() - t0, 1), "upsert_s": round(time.monotonic() - t1, 1)}
 
 
 def prefilled(data_dir: Path, n_drawers: int, indexed: bool = False) -> dict[str, float]:
     """Fill ``data_dir`` with ``n_drawers`` drawers (from the cache when present)."""
-    cached = CACHE / f"prefill-v2-{n_drawers}"
+    cached = CACHE / f"prefill-v3-{n_drawers}"
     info: dict[str, float] = {"drawers": n_drawers, "cached": 1.0}
     if not (cached / "store" / "mempal-meta.json").is_file():
         # filled aside and renamed when whole: the meta file is written first, so an interrupted fill left in
         # place would pass for a finished one
-        partial = CACHE / f"prefill-v2-{n_drawers}.partial"
+        partial = CACHE / f"prefill-v3-{n_drawers}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         info = build(partial, n_drawers)
@@ -114,9 +118,9 @@ def prefilled(data_dir: Path, n_drawers: int, indexed: bool = False) -> dict[str
     if indexed:
         from mempald.store.edge import build_index, current_shard
 
-        built = CACHE / f"prefill-v2-{n_drawers}-indexed"
+        built = CACHE / f"prefill-v3-{n_drawers}-indexed"
         if not (built / "store" / "mempal-meta.json").is_file():
-            partial = CACHE / f"prefill-v2-{n_drawers}-indexed.partial"
+            partial = CACHE / f"prefill-v3-{n_drawers}-indexed.partial"
             shutil.rmtree(partial, ignore_errors=True)
             shutil.copytree(cached, partial)
             t0 = time.monotonic()
