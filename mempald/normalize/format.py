@@ -1,11 +1,32 @@
-"""The one shape every transcript format has (pure): how it is recognised and how it is read.
+"""The one shape every transcript format has (pure): where it is found, what a unit is, how a change is read.
 
-A ``Format`` declares what it reads (``lines`` of a JSONL file, read incrementally; a whole ``document``,
-re-read when it changes; or a ``folder`` unit such as a Slack export), the file names it may claim, a
-``detect`` that looks at a ``Probe`` (the head of a file, or a folder's entry names) and a ``parse`` with one
-signature for every format: ``Input`` in (the lines, bytes or files, and the file's ``CursorContext``),
-``Parsed`` out (exchanges, the line accounting, the context to keep). ``mempald.normalize.registry`` lists
-them; nothing else decides a file's format.
+A ``Format`` declares everything the intake needs to know about it, so the intake never names a format:
+
+- **where** (``places``): the agent's default folders on Linux, macOS and Windows and the globs under them
+  (``Place``); a format with no place is read where the user points a watch;
+- **what it reads** (``reads``), which fixes its unit and how a change is noticed (``unit``, ``change``):
+
+  ========== ========= ==================================================================================
+  reads      unit      a change is
+  ========== ========= ==================================================================================
+  lines      file      new complete lines after the cursor (JSONL transcripts, appended)
+  document   file      a new digest: the whole file re-read (a rewritten chat, an export, notes)
+  folder     folder    a new signature of its files: the folder re-read as one unit (a Slack export,
+                       a task folder of small JSON files)
+  rows       database  a new change counter or newer row timestamps (an editor's SQLite store)
+  ========== ========= ==================================================================================
+
+- **how exchange ids are derived** (``ids``): by ``position`` in the unit, or from the format's own
+  ``message`` ids (a rewritten document then stores only the exchanges it has not stored);
+- a ``detect`` that looks at a ``Probe`` (the head of a file, or a folder's entry names) and a ``parse`` with
+  one signature for every format: ``Input`` in (the lines, bytes, files or rows, and the unit's
+  ``CursorContext``), ``Parsed`` out (exchanges, the line accounting, the context to keep);
+- optional hooks that read beside a unit through a ``Look`` the intake hands in (normalizers do no I/O of
+  their own): ``unit_of`` (the unit a changed path belongs to: the export folder of a day file),
+  ``beside`` (context from next to the unit: a sub-agent's parent, a chat's project folder) and ``gather``
+  (a folder's or database's ``Input``).
+
+``mempald.normalize.registry`` lists them; nothing else decides a unit's format.
 """
 
 from __future__ import annotations
@@ -14,13 +35,20 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import PurePosixPath
-from typing import Any, Literal
+from pathlib import PurePath, PurePosixPath
+from typing import Any, Literal, Protocol
 
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, Line
 
-Reads = Literal["lines", "document", "folder"]
+Reads = Literal["lines", "document", "folder", "rows"]
+Unit = Literal["file", "folder", "database"]
+Change = Literal["appended", "rewritten", "signature", "rows"]
+Ids = Literal["position", "message"]
+_UNIT: dict[str, tuple[Unit, Change]] = {
+    "lines": ("file", "appended"), "document": ("file", "rewritten"), "folder": ("folder", "signature"),
+    "rows": ("database", "rows"),
+}
 _MAX_RECORDS = 8
 
 
@@ -72,6 +100,40 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where an agent keeps its sessions by default. Each platform's paths are templates: ``~``, and
+    ``$XDG_DATA_HOME``, ``$XDG_CONFIG_HOME``, ``%APPDATA%``, ``%LOCALAPPDATA%``, ``%USERPROFILE%`` (with their
+    usual defaults when unset), resolved by ``mempald.sources``. ``globs`` (relative to the root) name the
+    files or folders that are units; ``setting`` is the ``[sources]`` key a user sets to move or turn it off."""
+
+    agent: str  # who keeps it, as users name it ("Claude Code", "Cline (VS Code)")
+    linux: tuple[str, ...] = ()
+    macos: tuple[str, ...] = ()
+    windows: tuple[str, ...] = ()
+    globs: tuple[str, ...] = ()
+    setting: str = ""
+
+
+class Look(Protocol):
+    """Safe reads beside a unit, handed to a format's hooks by the intake (a FIFO, a device or a file over the
+    cap is refused, never waited on): what a format may look at besides its unit."""
+
+    def is_file(self, path: PurePath) -> bool: ...
+
+    def is_dir(self, path: PurePath) -> bool: ...
+
+    def entries(self, folder: PurePath) -> tuple[str, ...]: ...  # the names in a folder (() when unreadable)
+
+    def head(self, path: PurePath, size: int) -> bytes: ...  # b"" when unreadable
+
+    def read(self, path: PurePath, max_bytes: int) -> bytes | None: ...  # None when unreadable or too large
+
+    def lines(self, path: PurePath, max_bytes: int) -> list[Line]: ...  # [] when unreadable or too large
+
+    def rows(self, database: PurePath, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True)
 class Input:
     """What a format's ``parse`` is given: ``name`` (the file's path: it names sessions of whole-file formats),
     the file's ``context`` from its cursor, and, by what the format reads, ``lines`` (complete JSONL lines
@@ -82,6 +144,7 @@ class Input:
     lines: Sequence[Line] = ()
     data: bytes = b""
     files: Mapping[str, bytes] = field(default_factory=dict)
+    rows: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -105,3 +168,20 @@ class Format:
     suffixes: tuple[str, ...] = ()  # file name endings this format's files have
     names: tuple[str, ...] = ()  # exact file names that are this format whatever their content
     summary: str = ""
+    places: tuple[Place, ...] = ()  # default roots, where the agent is installed (none: only where watched)
+    ids: Ids = "position"
+    # The unit (folder or database) a changed path belongs to, or None when the path is not one of this
+    # format's: a day file of a Slack export -> the export folder.
+    unit_of: Callable[[PurePath, Look], PurePath | None] | None = None
+    # Context read from beside the unit before it is parsed (a sub-agent's parent exchange, a project folder).
+    beside: Callable[[PurePath, CursorContext, Look], CursorContext] | None = None
+    # A folder's or database's Input (its files or rows after the cursor's context), for reads folder/rows.
+    gather: Callable[[PurePath, CursorContext, Look], Input] | None = None
+
+    @property
+    def unit(self) -> Unit:
+        return _UNIT[self.reads][0]
+
+    @property
+    def change(self) -> Change:
+        return _UNIT[self.reads][1]
