@@ -27,7 +27,8 @@ from mempald.features.rule_check import check_pattern
 MAX_SENTENCE = 300
 _SENTENCES = re.compile(r"(?:[^.!?\n]|[.!?](?=\S))+[.!?]*")  # a stop inside a word (.env, a.py) does not end one
 # an instruction starts the sentence (after a few lead-in words): "data never before available" is not one
-_LEAD = (r"^(?:[-*\u2022>]\s*)?(?:(?:please|and|but|also|so|remember(?:\s+to)?|important:?|note:?|rule:?|from\s+now"
+_LEAD = (r"^(?:[-*\u2022>]\s*)?(?:[\w ,']{1,30}:\s*)?"  # a list mark, a lead-in ("One more thing:")
+         r"(?:(?:please|and|but|also|so|remember(?:\s+to)?|important:?|note:?|rule:?|from\s+now"
          r"\s+on,?|going\s+forward,?|you\s+(?:should|must)|we\s+(?:should|must)|i\s+want\s+you\s+to)\s+){0,3}")
 _NEVER = re.compile(_LEAD + r"(?:never|don'?t\s+ever|do\s+not\s+ever)\b", re.I)
 _ALWAYS = re.compile(_LEAD + r"always\b", re.I)
