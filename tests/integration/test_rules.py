@@ -10,6 +10,8 @@ import shutil
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -20,7 +22,7 @@ from typing import Any
 import pytest
 
 from mempal.paths import socket_path
-from tests.conftest import Daemon, mempal_cli
+from tests.conftest import REPO, Daemon, mempal_cli
 from tests.integration.test_hooks import hook, make_env
 from tests.integration.test_skeleton import assistant_line, user_line
 
@@ -306,4 +308,43 @@ def test_the_hook_fails_open_on_a_hung_daemon_then_holds_again(live: Daemon) -> 
     while decision(live.env, pre_tool("Bash", {"command": "git push origin main"})) is None:
         assert time.monotonic() < deadline, "the hook never held the rule again after the daemon resumed"
         time.sleep(0.2)
+    remove_all(live)
+
+
+# the viewer and the MCP tool -------------------------------------------------------------------------------------
+@pytest.mark.timeout(180)
+def test_the_viewer_lists_the_rules_and_the_waiting_suggestions(live: Daemon) -> None:
+    from tests.integration.test_viewer_security import Viewer
+
+    remove_all(live)
+    rule = live.call("rule_add", {"text": "never <b>push</b> to main", "match": PUSH, "decision": "deny"})["rule"]
+    live.call("rule_suggestions", {"scan": True, "status": "pending"})
+    viewer = Viewer(live.env)
+    try:
+        page = viewer.get("/rules")
+    finally:
+        viewer.stop()
+    assert page.status == 200
+    assert rule["id"] in page.text and "never &lt;b&gt;push&lt;/b&gt; to main" in page.text
+    assert "<b>push" not in page.text  # escaped like every memory text
+    pending = live.call("rule_suggestions", {"scan": False})["suggestions"]
+    assert pending and all(s["id"] in page.text for s in pending)  # waiting, cited, not enforced
+    assert 'href="/rules"' in page.text or "/rules" in page.text
+    remove_all(live)
+
+
+def test_the_mcp_rules_tool_is_read_only_and_lists_them(live: Daemon) -> None:
+    from mempal.mcp_tools import offered
+
+    (spec,) = [t for t in offered(read_only=True) if t.name == "rules"]
+    assert spec.annotations()["readOnlyHint"] is True
+    remove_all(live)
+    rule = live.call("rule_add", {"text": "never push to main", "match": PUSH, "decision": "deny"})["rule"]
+    code = ("import json\nfrom mempal.mcp_server import caller_from, run_tool\n"
+            "print(json.dumps(run_tool('rules', {}, caller_from('claude-code'), read_only=True)))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**live.env, "PYTHONPATH": str(REPO)}, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    text, error = json.loads(res.stdout)
+    assert not error and rule["id"] in text and "never push to main" in text
     remove_all(live)
