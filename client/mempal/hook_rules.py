@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+# What a rule's pattern is matched against (mempald.features.rule_check.subject): only these keys are sent when the
+# input has one (a Write's megabytes of content never cross the socket); else the input, cut to MAX_INPUT.
+SUBJECT_KEYS = ("command", "file_path", "notebook_path", "path", "url")
+MAX_INPUT = 8000
 RULE_TIMEOUT = 1.5  # below the hook's deadline (mempal.hook.DEADLINES["rule"])
 DECISIONS = ("ask", "deny")
 MAX_REASON = 500
@@ -30,8 +34,7 @@ def on_rule(data: dict[str, Any], agent: str, call: Callable[..., Any]) -> str |
     tool_input = data.get("tool_input")
     if not isinstance(tool, str) or not tool or tool_input is None:
         return None
-    params: dict[str, Any] = {"tool_name": tool, "tool_input": wirejson.dumps(tool_input, ensure_ascii=False),
-                              "agent": agent}
+    params: dict[str, Any] = {"tool_name": tool, "tool_input": _matched_part(tool_input), "agent": agent}
     cwd = data.get("cwd")
     if isinstance(cwd, str) and cwd.startswith("/"):
         params["cwd"] = cwd
@@ -45,6 +48,17 @@ def on_rule(data: dict[str, Any], agent: str, call: Callable[..., Any]) -> str |
     out = {"hookEventName": "PreToolUse", "permissionDecision": decision,
            "permissionDecisionReason": reason[:MAX_REASON]}
     return wirejson.dumps({"hookSpecificOutput": out}, ensure_ascii=False)
+
+
+def _matched_part(tool_input: Any) -> str:
+    """The tool input as the daemon matches it, as JSON: the subject's keys, or the whole input (as a JSON string of
+    its first ``MAX_INPUT`` characters when longer)."""
+    if isinstance(tool_input, dict):
+        part = {k: tool_input[k] for k in SUBJECT_KEYS if k in tool_input}
+        if part:
+            tool_input = part
+    text = wirejson.dumps(tool_input, ensure_ascii=False)
+    return text if len(text) <= MAX_INPUT else wirejson.dumps(text[:MAX_INPUT], ensure_ascii=False)
 
 
 def rule_handler(call: Callable[..., Any]) -> Callable[[dict[str, Any], str], str | None]:

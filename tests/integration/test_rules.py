@@ -151,6 +151,9 @@ def test_the_hook_answers_the_hosts_decision_through_a_real_daemon(live: Daemon)
     out = decision(env, pre_tool("Write", {"file_path": "/home/u/projects/spotter/.env", "content": "X=1"}))
     assert out is not None and out["permissionDecision"] == "deny" and files["id"] in out["permissionDecisionReason"]
     assert decision(env, pre_tool("Read", {"file_path": "/home/u/projects/spotter/.env"})) is None
+    big = {"file_path": "/home/u/projects/spotter/.env", "content": "SECRET=1\n" * 300_000}  # 2.7 MB
+    out = decision(env, pre_tool("Write", big))  # only what is matched crosses the socket: the rule holds
+    assert out is not None and out["permissionDecision"] == "deny"
     assert decision(env, pre_tool("Bash", {"command": "git status"})) is None  # no match: nothing printed
 
     # Codex: deny is honoured, ask is not (its PreToolUse cannot ask): nothing printed for an ask
