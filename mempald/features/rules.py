@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio.to_thread
+
 from mempald.errors import InvalidInput, NotFound
 from mempald.features.rule_book import RULE_FIELDS, RuleBook, new_rule_id
 from mempald.features.rule_check import Compiled, check_pattern, check_tool, compile_rules, decide
@@ -87,7 +89,9 @@ class Rules:
     async def check(self, tool_name: str, tool_input: Any, *, cwd: str | None, wing: str | None) -> dict[str, Any]:
         """The decision for one tool call: ``{}`` when no rule fires."""
         scope = normal_wing(wing) if wing else wing_from_cwd(cwd, default="")
-        verdict = decide(await self._rules(), tool_name, tool_input, scope)
+        rules = await self._rules()
+        # in a worker thread: a slow match (each within its time limit) never holds up the daemon's other requests
+        verdict = await anyio.to_thread.run_sync(decide, rules, tool_name, tool_input, scope)
         out: dict[str, Any] = {"wing": scope}
         if verdict.timed_out:
             out["timed_out"] = list(verdict.timed_out)
