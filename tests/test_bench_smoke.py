@@ -20,6 +20,7 @@ EXPECTED = {
     "freshness": {"idle", "backfilling", "n", "backlog_exchanges"},
     "search_latency": {"sizes", "prefilled"},
     "hook_roundtrip": {"command", "hook_ms", "python_bare_ms"},
+    "rule_hook": {"command", "hook_ms", "python_bare_ms", "noop_hook_ms", "denied", "silent"},
     "responsiveness": {"status_ms", "n_exchanges", "burst"},
     "footprint": {"startup_ms", "idle_rss_mb", "disk_total_mb", "drawers"},
 }
@@ -27,7 +28,7 @@ EXPECTED = {
 
 @pytest.mark.timeout(240)
 def test_benchmarks_smoke(tmp_path: Path) -> None:
-    """All six in parallel pairs would fight over two cores; run them one after another (about a minute)."""
+    """All seven in parallel pairs would fight over two cores; run them one after another (about a minute)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMPAL_", "XDG_"))}
     failures = []
     for name, keys in EXPECTED.items():

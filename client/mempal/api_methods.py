@@ -976,3 +976,148 @@ class ClientMethods(ClientBase):
         path: the backup folder (new or empty; absolute, outside the daemon's own folders)
         """
         return self._invoke("backup", {"path": path})
+
+    def rule_add(
+            self,
+            text: str,
+            match: str,
+            *,
+            tool: str | None = None,
+            decision: Literal['ask', 'deny'] | None = None,
+            wing: str | None = None,
+            force: bool | None = None,
+            actor: str | None = None,
+    ) -> dict[str, Any]:
+        """Add a rule the PreToolUse hook enforces: when TOOL's input matches REGEX, the host asks you first (ask) or
+        refuses the call (deny).
+
+        text: what the rule is for, shown when it fires (e.g. "never push to main")
+        tool: the tool it watches: Bash, Edit, Write, mcp__server__tool, several joined by '|', or '*'
+        match: a regular expression searched in the call's input (the shell command; else the file, path or URL it
+            touches); refused when invalid, catastrophic (nested quantifiers) or matching every command
+        decision: ask (the host asks you first) or deny (the call is refused)
+        wing: only in this wing (project); default: every wing
+        force: keep a pattern that matches every command
+        actor: who adds it
+        """
+        return self._invoke("rule_add", {
+            "text": text,
+            "tool": tool,
+            "match": match,
+            "decision": decision,
+            "wing": wing,
+            "force": force,
+            "actor": actor,
+        })
+
+    def rule_list(self, *, wing: str | None = None) -> dict[str, Any]:
+        """The rules the PreToolUse hook enforces: tool, pattern, decision, wing and source. Read only: the user's
+        rules. A tool call the hook refused or asked about names the rule; do not try to work around a rule, ask the
+        user instead.
+
+        wing: only the rules that hold in this wing (its own and the global ones)
+        """
+        return self._invoke("rule_list", {"wing": wing})
+
+    def rule_remove(self, rule_id: str, *, actor: str | None = None) -> dict[str, Any]:
+        """Remove a rule (by its id, from rule list).
+
+        rule_id: the rule's id
+        actor: who removes it
+        """
+        return self._invoke("rule_remove", {"rule_id": rule_id, "actor": actor})
+
+    def rule_test(
+            self,
+            command: str,
+            *,
+            tool: str | None = None,
+            cwd: str | None = None,
+            wing: str | None = None,
+    ) -> dict[str, Any]:
+        """Which rule would fire for a command, without an agent.
+
+        command: the command (or, with --tool Edit/Write/Read, the file path)
+        tool: the tool that would run it
+        cwd: the project directory: its wing's rules count (default: the current one)
+        wing: test in this wing instead of the cwd's
+        """
+        return self._invoke("rule_test", {"command": command, "tool": tool, "cwd": cwd, "wing": wing})
+
+    def rule_check(
+            self,
+            tool_name: str,
+            tool_input: str,
+            *,
+            cwd: str | None = None,
+            agent: str | None = None,
+    ) -> dict[str, Any]:
+        """The PreToolUse hook's question: the decision of the rules for one tool call.
+
+        tool_name: the tool's name
+        tool_input: the tool's input as JSON
+        cwd: the session's working directory (its wing's rules count)
+        agent: which host asks (claude, codex)
+        """
+        return self._invoke("rule_check", {
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "cwd": cwd,
+            "agent": agent,
+        })
+
+    def rule_suggestions(
+            self,
+            *,
+            status: Literal['pending', 'accepted', 'dismissed', 'all'] | None = None,
+            scan: bool | None = None,
+    ) -> dict[str, Any]:
+        """Rules suggested from always / never instructions in your stored prompts, each with a draft pattern and the
+        drawer it cites; nothing is enforced until you accept one.
+
+        status: which to list
+        scan: look for new ones in the stored prompts first
+        """
+        return self._invoke("rule_suggestions", {"status": status, "scan": scan})
+
+    def rule_accept(
+            self,
+            suggestion_id: str,
+            *,
+            text: str | None = None,
+            tool: str | None = None,
+            match: str | None = None,
+            decision: Literal['ask', 'deny'] | None = None,
+            wing: str | None = None,
+            force: bool | None = None,
+            actor: str | None = None,
+    ) -> dict[str, Any]:
+        """Make a suggestion a rule, with your edits (any of text, tool, match, decision, wing).
+
+        suggestion_id: the suggestion's id
+        text: the rule's text (default: the sentence)
+        tool: the tool it watches (default: the draft's)
+        match: the pattern (default: the draft's)
+        decision: ask or deny (default: the draft's)
+        wing: its wing (default: the drawer's; '*' for every wing)
+        force: keep a pattern that matches every command
+        actor: who accepts it
+        """
+        return self._invoke("rule_accept", {
+            "suggestion_id": suggestion_id,
+            "text": text,
+            "tool": tool,
+            "match": match,
+            "decision": decision,
+            "wing": wing,
+            "force": force,
+            "actor": actor,
+        })
+
+    def rule_dismiss(self, suggestion_id: str, *, actor: str | None = None) -> dict[str, Any]:
+        """Dismiss a suggestion: it is not listed as pending again.
+
+        suggestion_id: the suggestion's id
+        actor: who dismisses it
+        """
+        return self._invoke("rule_dismiss", {"suggestion_id": suggestion_id, "actor": actor})

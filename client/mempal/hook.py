@@ -1,7 +1,6 @@
 """``mempal-hook EVENT [--agent claude|codex]``: the hook commands Claude Code and Codex run.
 
-EVENT is one of
-
+EVENT is one of:
 - ``prompt`` (UserPromptSubmit): delivers this agent's cowork inbox for the cwd and, when enabled, the few
   memories relevant to the prompt (``recall``), as ``hookSpecificOutput.additionalContext``;
 - ``session-start`` (SessionStart, every source: startup, resume, clear, compact, fork): the wake-up text (L0
@@ -19,8 +18,8 @@ EVENT is one of
   daemon's ``file_context``, within ``FILE_TOKENS``), as ``hookSpecificOutput.additionalContext``. At most once
   per file per session (a marker file claimed atomically under the runtime dir; given back if the daemon did
   not answer). Claude Code passes a PreToolUse hook's additionalContext to the model from 2.1.9 on (older
-  versions ignore it: nothing breaks); no ``permissionDecision`` is sent, so the tool call goes through the
-  normal permission flow.
+  versions ignore it: nothing breaks); no ``permissionDecision`` is sent: the call takes the normal permission flow;
+- ``rule`` (PreToolUse, every tool): the user's rules, checked before the tool runs (``mempal.hook_rules``).
 
 Contract: read one JSON object from stdin, write stdout at most once at the end, exit 0 always. Any error,
 a daemon that is down or slow, bad input: no output at all (fail open). A hard deadline below the installed
@@ -46,6 +45,7 @@ import time
 from mempal import wirejson
 from mempal.connection import Connection
 from mempal.hook_hung import mark_hung, skip_daemon, timed_out
+from mempal.hook_rules import rule_handler
 from mempal.hook_transcript import await_last_answer
 from mempal.paths import runtime_dir_str
 from mempal.utf16 import cut, units
@@ -66,10 +66,10 @@ INJECT_CLOSE = "</mempal-context>"
 MAX_CONTEXT_CHARS = 9000
 
 EVENTS = {"prompt": "UserPromptSubmit", "session-start": "SessionStart", "stop": "Stop", "precompact": "PreCompact",
-          "postcompact": "PostCompact", "file": "PreToolUse"}
+          "postcompact": "PostCompact", "file": "PreToolUse", "rule": "PreToolUse"}
 # Hard deadline per event, in seconds: always below the timeout install-hooks writes (hooks/settings.json).
 DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 2.0, "postcompact": 8.0,
-             "file": 3.0}
+             "file": 3.0, "rule": 2.0}
 RECALL_TIMEOUT = 3.0
 RECALL_BUDGET_MS = 1500  # the daemon stops searching after this and still delivers the inbox
 WAKE_TIMEOUT = 6.0
@@ -349,7 +349,7 @@ def on_file(data: dict[str, Any], _agent_name: str) -> str | None:
 
 
 HANDLERS = {"prompt": on_prompt, "session-start": on_session_start, "stop": on_stop, "precompact": on_precompact,
-            "postcompact": on_postcompact, "file": on_file}
+            "postcompact": on_postcompact, "file": on_file, "rule": rule_handler(call)}
 PROBE_FLAG = "--probe"
 
 

@@ -13,7 +13,8 @@ path) in place.
 Where: Claude Code hooks in ``~/.claude/settings.json`` (``--scope user``, the default) or
 ``.claude/settings.json`` of the current directory (``--scope project``); Codex hooks (``--codex``) in
 ``$CODEX_HOME/hooks.json`` (default ``~/.codex``) or ``.codex/hooks.json``. Codex gets every hook but the file
-gate (PreToolUse on Claude Code's file tools, which Codex does not have) and PostCompact (Claude Code's). When
+gate (PreToolUse on Claude Code's file tools, which Codex does not have) and PostCompact (Claude Code's); its
+rule hook matches its shell tool, ``Bash``. When
 this palace lives where a bare environment would not find it (``mempal.paths.pinned_env``), the hook commands
 carry those variables (``env MEMPAL_DATA_DIR=... /venv/bin/python3 -P -S -c ... prompt``). Stdlib only.
 """
@@ -55,7 +56,9 @@ HOOK_GUARD = ("try:\n " + HOOK_ENTRY + "\nexcept BaseException as e:\n"
 # "mempal-hook" and "-m mempal.hook": how earlier releases ran it; "-m hooks.run": releases before 0.2.
 # Recognised so that uninstall removes those too and a re-install replaces them.
 HOOK_MARKERS = ("mempal-hook", "-m mempal.hook", "-m hooks.run", HOOK_ENTRY)
-CLAUDE_ONLY = ("PreToolUse", "PostCompact")  # the file gate matches Claude Code's tool names; PostCompact is its own
+CLAUDE_ONLY = ("PostCompact",)  # Claude Code's own event
+CLAUDE_ONLY_HOOKS = ("mempal-hook file",)  # the file gate matches Claude Code's file tools, which Codex lacks
+CODEX_MATCHERS = {"mempal-hook rule": "Bash"}  # Codex's PreToolUse names its shell tool Bash
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -110,7 +113,12 @@ def hook_entries(prefix: str, agent: str = "claude") -> dict[str, list[Json]]:
     """The snippet's hook groups with the real command prefix (and ``--agent codex`` for Codex)."""
     entries: dict[str, list[Json]] = copy.deepcopy(snippet()["hooks"])
     if agent != "claude":
-        entries = {event: groups for event, groups in entries.items() if event not in CLAUDE_ONLY}
+        entries = {event: kept for event, groups in entries.items() if event not in CLAUDE_ONLY
+                   if (kept := [g for g in groups if g["hooks"][0]["command"] not in CLAUDE_ONLY_HOOKS])}
+        for groups in entries.values():
+            for group in groups:
+                if group["hooks"][0]["command"] in CODEX_MATCHERS:
+                    group["matcher"] = CODEX_MATCHERS[group["hooks"][0]["command"]]
     for groups in entries.values():
         for group in groups:
             for handler in group["hooks"]:

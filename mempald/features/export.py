@@ -2,7 +2,8 @@
 
 - ``jsonl``: one line of header (``{"mempal_export": 1, ...}``), then one line per drawer: its id and every
   payload field as stored (text, wing, room, session, source, times, importance, hashes...). ``mempal import``
-  reads it back (``mempald.features.importer``), into this palace or a fresh one.
+  reads it back (``mempald.features.importer``), into this palace or a fresh one. The user's rules follow, one
+  ``{"mempal_rule": 1, ...}`` line each (those of the exported wing and the global ones with ``--wing``).
 - ``md``: readable Markdown, one file per wing and session (``OUT/<wing>/<date> <title> <session>.md``) with
   YAML front matter (wing, session, source, agent, dates, tags) and one section per exchange, plus an
   ``index.md`` of wiki links: it opens well in an editor or as an Obsidian vault.
@@ -32,10 +33,13 @@ import anyio.to_thread
 
 from mempald.config import config_dir, data_dir
 from mempald.errors import Forbidden, InvalidInput
+from mempald.features.rules import Rules
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
 
 FORMAT_VERSION = 1
+RULE_KEY = "mempal_rule"  # a line of a rule (after the drawers), read back by ``mempal import``
+RULE_VERSION = 1
 PAGE = 500
 _UNSAFE = re.compile(r"[^\w .,()+=@-]+")
 
@@ -141,8 +145,9 @@ class Entry:
 
 
 class Exporter:
-    def __init__(self, store: StoreGateway) -> None:
+    def __init__(self, store: StoreGateway, rules: Rules | None = None) -> None:
         self.store = store
+        self.rules = rules  # the user's rules travel as ``mempal_rule`` lines after the drawers (jsonl)
 
     async def export(self, output: str, *, fmt: str, wing: str | None, since: float | None, include_deleted: bool,
                      force: bool) -> dict[str, Any]:
@@ -175,6 +180,10 @@ class Exporter:
                 for p in page:
                     w = str(p.payload.get("wing") or "")
                     wings[w] = wings.get(w, 0) + 1
+            rules = [r for r in (await self.rules.exported() if self.rules else [])
+                     if not flt.wing or r["wing"] in ("", *flt.wing)]
+            await anyio.to_thread.run_sync(fh.write, "".join(
+                json.dumps({RULE_KEY: RULE_VERSION, **r}, ensure_ascii=False) + "\n" for r in rules))
             await anyio.to_thread.run_sync(_close_synced, fh)
             await anyio.to_thread.run_sync(os.replace, tmp, target)
         except BaseException:
@@ -182,7 +191,7 @@ class Exporter:
             tmp.unlink(missing_ok=True)
             raise
         size = (await anyio.to_thread.run_sync(target.stat)).st_size
-        return {"drawers": n, "files": 1, "wings": wings, "bytes": size}
+        return {"drawers": n, "rules": len(rules), "files": 1, "wings": wings, "bytes": size}
 
     async def _markdown(self, target: Path, flt: Filters) -> dict[str, Any]:
         sessions: dict[tuple[str, str], list[Entry]] = {}

@@ -22,7 +22,8 @@ import anyio.to_thread
 from mempald.config import SettingsRef
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import InvalidInput
-from mempald.features.export import FORMAT_VERSION
+from mempald.features.export import FORMAT_VERSION, RULE_KEY, RULE_VERSION
+from mempald.features.rules import Rules
 from mempald.ingest.drawers import index_text
 from mempald.ingest.queues import BACKFILL, DenseQueue
 from mempald.normalize.wings import normal_wing
@@ -76,8 +77,9 @@ def parse_record(raw: bytes) -> tuple[str, dict[str, Any]] | str:
 
 class Importer:
     def __init__(self, settings: SettingsRef, store: StoreGateway, state: StateGateway, bm25: Bm25Encoder,
-                 dense: DenseQueue) -> None:
+                 dense: DenseQueue, rules: Rules | None = None) -> None:
         self.settings = settings
+        self.rules = rules
         self.store = store
         self.state = state
         self.bm25 = bm25
@@ -89,7 +91,8 @@ class Importer:
         if not await anyio.to_thread.run_sync(path.is_file):
             raise InvalidInput(f"{path} is not a file: name the .jsonl an export wrote")
         out: dict[str, Any] = {"path": str(path), "lines": 0, "header": None, "added": 0, "replaced": 0,
-                               "unchanged": 0, "blank": 0, "bad": 0, "bad_lines": [], "dry_run": dry_run}
+                               "unchanged": 0, "blank": 0, "bad": 0, "bad_lines": [], "dry_run": dry_run,
+                               "rules": {"added": 0, "replaced": 0, "unchanged": 0}}
         cap = self.settings.current.ingest.max_line_bytes
         fh = await anyio.to_thread.run_sync(open_regular, path)  # a FIFO swapped in is refused, not waited on
         self.running += 1
@@ -103,13 +106,29 @@ class Importer:
         finally:
             self.running -= 1
             await anyio.to_thread.run_sync(fh.close)
-        if out["lines"] and out["header"] is None and not (out["added"] or out["replaced"] or out["unchanged"]):
+        held = out["added"] or out["replaced"] or out["unchanged"] or any(out["rules"].values())
+        if out["lines"] and out["header"] is None and not held:
             raise InvalidInput(f"{path} holds no drawers of a mempal export ({out['bad']} bad lines; the first: "
                                f"{out['bad_lines'][:1]})")
         if not dry_run:
             await self.state.audit(actor, "import", str(path), "", added=out["added"], replaced=out["replaced"],
                                    bad=out["bad"])
         return out
+
+    async def _rule(self, raw: bytes, out: dict[str, Any], dry_run: bool) -> str:
+        """Import one rule line (checked as when it was added); why it is bad, "" when it is not."""
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            return "a rule line that is not JSON"
+        if not isinstance(rec, dict) or rec.pop(RULE_KEY, None) != RULE_VERSION or self.rules is None:
+            return "a rule line of another version"
+        try:
+            outcome = await self.rules.import_rule(rec, dry_run=dry_run)
+        except InvalidInput as exc:
+            return f"rule {rec.get('id')!r}: {exc.message}"
+        out["rules"][outcome] += 1
+        return ""
 
     def _bad(self, out: dict[str, Any], n: int, why: str) -> None:
         out["bad"] += 1
@@ -132,6 +151,11 @@ class Importer:
                 version = out["header"].get("mempal_export")
                 if version != FORMAT_VERSION:
                     raise InvalidInput(f"export format {version!r}; this daemon reads version {FORMAT_VERSION}")
+                continue
+            if raw.lstrip().startswith(b'{"' + RULE_KEY.encode() + b'"'):
+                why = await self._rule(raw, out, dry_run)
+                if why:
+                    self._bad(out, n, why)
                 continue
             parsed = parse_record(raw)
             if isinstance(parsed, str):

@@ -38,6 +38,7 @@ from mempald.features.memories import Memories
 from mempald.features.pack.progress import PackRuns
 from mempald.features.pack.watch import PackWatcher
 from mempald.features.recall import PromptContext
+from mempald.features.rules import Rules
 from mempald.features.status import StatusReport
 from mempald.features.taxonomy import Taxonomy
 from mempald.features.token_ledger import TokenLedger
@@ -60,6 +61,7 @@ from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.dispatch import Dispatcher, Handler
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
+from mempald.rpc.rules import RuleMethods
 from mempald.rpc.sources import SourceMethods
 from mempald.rpc.viewer import ViewerMethods
 from mempald.search import ranking
@@ -207,6 +209,7 @@ class Daemon:
                             self.taxonomy.current, self.keywords)
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
         ledger = TokenLedger(state)
+        self.rules = Rules(state, self.store)
         disclosure = Disclosure(self.store, embedder, sessions, ledger)
         handlers: dict[str, Handler] = {}
         for group in (
@@ -221,6 +224,7 @@ class Daemon:
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources, state),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),
+            RuleMethods(self.rules),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
@@ -228,12 +232,12 @@ class Daemon:
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
         forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
         self.forgetter = forgetter
-        importer = Importer(self.settings, self.store, self.state, bm25, self.dense)
+        importer = Importer(self.settings, self.store, self.state, bm25, self.dense, self.rules)
         # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
         self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
-                           Exporter(self.store), importer,
+                           Exporter(self.store, self.rules), importer,
                            Backup(self.settings, self.store, self.state.db, backends.backend),
                            self.state)
 

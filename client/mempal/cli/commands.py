@@ -19,6 +19,7 @@ from typing import Any
 
 from mempal import disclosure_text as dtext
 from mempal.cli import present as show
+from mempal.cli import rule_present as rules
 from mempal.connection import DaemonUnavailable, call
 from mempal.methods import METHODS
 
@@ -302,6 +303,13 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("import_drawers", show.import_drawers),
     Command("backup", show.backup),
     Command("audit", show.audit),
+    Command("rule_add", rules.rule_add),
+    Command("rule_list", rules.rule_list),
+    Command("rule_remove", rules.rule_remove),
+    Command("rule_test", rules.rule_test),
+    Command("rule_suggestions", rules.rule_suggestions),
+    Command("rule_accept", rules.rule_accept),
+    Command("rule_dismiss", rules.rule_dismiss),
 )}
 
 

@@ -25,7 +25,7 @@ from mempal.ui.daemon import DaemonLink
 from mempal.ui.frame import Ctx, message, page
 from mempal.ui.guard import Guard, Keys
 from mempal.ui.html import el
-from mempal.ui.pages import drawer, graph, inbox, overview, search, timeline
+from mempal.ui.pages import drawer, graph, inbox, overview, rules, search, timeline
 
 Page = Callable[[Request, Ctx], Awaitable[Any]]
 STATUS_OF = {NOT_FOUND: 404, INVALID_PARAMS: 400, FORBIDDEN: 403}
@@ -72,6 +72,7 @@ def build(keys: Keys, *, host: str, port: int, cwd: str, daemon: DaemonLink | No
         Route("/graph", _html(graph.render, ctx)),
         Route("/cowork", _html(inbox.cowork, ctx)),
         Route("/packs", _html(inbox.packs, ctx)),
+        Route("/rules", _html(rules.render, ctx)),
         Route("/static/style.css", style),
         Route("/favicon.ico", favicon),
     ]

@@ -17,7 +17,7 @@ from mempal.ui.html import Markup, el, join, link, segment
 
 NAV: tuple[tuple[str, str], ...] = (
     ("/", "Overview"), ("/search", "Search"), ("/graph", "Knowledge graph"), ("/cowork", "Cowork inbox"),
-    ("/packs", "Packs"),
+    ("/packs", "Packs"), ("/rules", "Rules"),
 )
 
 

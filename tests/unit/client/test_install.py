@@ -15,9 +15,11 @@ import pytest
 from mempal import install
 from tests.conftest import REPO
 
-CODEX_EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+CODEX_EVENTS = {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "PreToolUse"}  # PreToolUse: rules only
 # the file gate is for Claude Code's file tools only; PostCompact is Claude Code's own event
-EVENTS = {*CODEX_EVENTS, "PreToolUse", "PostCompact"}
+EVENTS = {*CODEX_EVENTS, "PostCompact"}
+VERBS = {"SessionStart": ("session-start",), "UserPromptSubmit": ("prompt",), "Stop": ("stop",),
+         "PreCompact": ("precompact",), "PostCompact": ("postcompact",), "PreToolUse": ("file", "rule")}
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
@@ -50,19 +52,19 @@ def test_dry_run_prints_a_correct_settings_json(home: Path) -> None:
     settings = json.loads(out.stdout)
     assert set(settings["hooks"]) == EVENTS
     for event, groups in settings["hooks"].items():
-        assert len(groups) == 1
-        (handler,) = groups[0]["hooks"]
-        assert handler["type"] == "command"
-        assert isinstance(handler["timeout"], int) and 0 < handler["timeout"] <= 120
-        assert install.is_ours(handler)
-        verb = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop",
-                "PreCompact": "precompact", "PostCompact": "postcompact", "PreToolUse": "file"}[event]
-        assert handler["command"].endswith(f" {verb}")
+        assert len(groups) == (2 if event == "PreToolUse" else 1)  # the file gate and the rules
+        for group, verb in zip(groups, VERBS[event], strict=True):
+            (handler,) = group["hooks"]
+            assert handler["type"] == "command"
+            assert isinstance(handler["timeout"], int) and 0 < handler["timeout"] <= 120
+            assert install.is_ours(handler)
+            assert handler["command"].endswith(f" {verb}")
     # every source Claude Code's current hooks reference lists
     assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact|fork"
     assert settings["hooks"]["PreCompact"][0]["matcher"] == "manual|auto"
     assert settings["hooks"]["PostCompact"][0]["matcher"] == "manual|auto"
     assert settings["hooks"]["PreToolUse"][0]["matcher"] == "Read|Edit|Write|MultiEdit|NotebookEdit"
+    assert settings["hooks"]["PreToolUse"][1]["matcher"] == "*"  # a rule may name any tool
     assert settings["hooks"]["PreCompact"][0]["hooks"][0]["timeout"] <= 5  # compaction never waits
     assert "UserPromptSubmit" in out.stdout and not (home / ".claude" / "settings.json").exists()
 
@@ -92,7 +94,7 @@ def test_install_merges_idempotently_with_a_backup(home: Path) -> None:
     assert merged["permissions"] == THEIRS["permissions"]
     assert merged["hooks"]["PreToolUse"][0] == THEIRS["hooks"]["PreToolUse"][0]
     assert merged["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
-    assert len(ours(merged)) == 6
+    assert len(ours(merged)) == 7  # six events, PreToolUse twice (the file gate, the rules)
 
     # re-running changes nothing: same bytes, no new backup
     after_first = path.read_text()
@@ -113,7 +115,7 @@ def test_reinstall_replaces_a_stale_entry_in_place(home: Path) -> None:
     groups = merged["hooks"]["UserPromptSubmit"]
     assert groups[0]["hooks"] == [{"type": "command", "command": "their-prompt-hook"}]
     assert len([c for c in ours(merged) if "/old/venv" in c]) == 0
-    assert len(ours(merged)) == 6
+    assert len(ours(merged)) == 7  # six events, PreToolUse twice (the file gate, the rules)
 
 
 def test_uninstall_removes_exactly_what_install_added(home: Path) -> None:
@@ -142,7 +144,7 @@ def test_project_scope_and_invalid_json_is_left_alone(home: Path, tmp_path: Path
     proj.mkdir()
     monkeypatch.chdir(proj)
     assert install.cmd_install_hooks(ns(scope="project")) == 0
-    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 6
+    assert len(ours(json.loads((proj / ".claude" / "settings.json").read_text()))) == 7
     assert not (home / ".claude" / "settings.json").exists()
 
     bad = home / ".claude" / "settings.json"
@@ -163,6 +165,8 @@ def test_codex_hooks_file_and_feature_flag_warning(home: Path, capsys: pytest.Ca
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())
     assert set(hooks["hooks"]) == CODEX_EVENTS
     assert all(c.endswith("--agent codex") for c in ours(hooks))
+    (rule_group,) = hooks["hooks"]["PreToolUse"]  # the rules, on Codex's shell tool; no file gate
+    assert rule_group["matcher"] == "Bash" and rule_group["hooks"][0]["command"].endswith(" rule --agent codex")
     assert all(h.get("timeout") for gs in hooks["hooks"].values() for g in gs for h in g["hooks"])
 
     config = home / ".codex" / "config.toml"

@@ -27,11 +27,12 @@ from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
+from mempald.rpc.rules import RuleMethods
 from mempald.rpc.sources import SourceMethods
 from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
-GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
+GROUPS = (RuleMethods, CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
           DisclosureMethods, DataMethods)
 
 
