@@ -1,0 +1,171 @@
+"""Cline, Roo Code and Kilo Code task folders (VS Code extensions, also in Cursor, Windsurf, VSCodium; and the
+Cline CLI): a folder unit.
+
+Each task is a folder ``<globalStorage>/<extension id>/tasks/<task id>/`` (the Cline CLI's under
+``~/.cline/data/tasks/``) of small JSON files the extension rewrites as the task grows:
+
+- ``ui_messages.json``: the task as the user saw it, every message with its ``ts`` (read: ``cline_ui``);
+- ``api_conversation_history.json``: the model's copy (``<task>``, ``<environment_details>``, tool results);
+  only its environment details are read here, for the workspace folder;
+- ``task_metadata.json`` (files in context, models used), ``history_item.json`` (Roo Code, Kilo Code: the task's
+  ``workspace`` and, for a sub-task, its ``parentTaskId``), ``focus_chain_*.md``, ``checkpoints/``.
+
+The folder is one unit (``unit_of`` maps any file in it to it; ``gather`` reads its JSON files through the
+intake's ``Look``); exchange ids are the prompts' own ``ts`` (``ids="message"``), so a task that gained a message
+stores only its new exchange. The agent follows the extension id in the path (``cline``, ``roo``, ``kilo``); the
+session is the task id; the wing is the task's workspace folder (``history_item.json``'s ``workspace``, else the
+"Current Working/Workspace Directory" of the environment details).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import PurePath, PurePosixPath
+from typing import Any
+
+from mempald.normalize.cline_ui import UiReader
+from mempald.normalize.common import as_str
+from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, NormalizeError
+
+SOURCE_KIND = "cline"
+UI = "ui_messages.json"
+API = "api_conversation_history.json"
+META = "task_metadata.json"
+ITEM = "history_item.json"
+TASK_FILES = (UI, API, META, ITEM)
+EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo", "kilocode.kilo-code": "kilo"}
+EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
+MAX_UI = 256 << 20  # a task's ui_messages.json larger than this is refused (counted, never half-read)
+API_HEAD = 256 << 10  # the part of api_conversation_history.json that holds the first environment details
+_SMALL = 1 << 20
+_CWD = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
+_WORKSPACES = re.compile(r'# Workspace Configuration\s*\{\s*"workspaces"\s*:\s*\{\s*"((?:[^"\\]|\\.)+)"')
+_RAW_CWD = re.compile(r'# Current (?:Working|Workspace) Directory \(((?:[^"\\]|\\.)+?)\) Files')
+_TEXT = re.compile(r'"text"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_SKIPPED = {API: "the model's copy of the task (ui_messages.json read)", META: "task metadata",
+            ITEM: "task history item"}
+
+
+def _place(agent: str, ext: str, setting: str) -> Place:
+    return Place(
+        agent,
+        linux=(*(f"$XDG_CONFIG_HOME/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
+               f"~/.vscode-server/data/User/globalStorage/{ext}/tasks"),
+        macos=tuple(f"~/Library/Application Support/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
+        windows=tuple(f"%APPDATA%/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
+        globs=("*",), setting=setting)
+
+
+PLACES = (
+    _place("Cline", "saoudrizwan.claude-dev", "cline_tasks"),
+    _place("Roo Code", "rooveterinaryinc.roo-cline", "roo_tasks"),
+    _place("Kilo Code", "kilocode.kilo-code", "kilo_tasks"),
+    Place("Cline CLI", linux=("~/.cline/data/tasks",), macos=("~/.cline/data/tasks",),
+          windows=("%USERPROFILE%/.cline/data/tasks",), globs=("*",), setting="cline_cli_tasks"),
+)
+
+
+def agent_of(unit: str) -> str:
+    """``cline``, ``roo`` or ``kilo``: by the extension id in the task folder's path (the Cline CLI: ``cline``)."""
+    parts = [p.lower() for p in PurePosixPath(unit.replace("\\", "/")).parts]
+    return next((EXTENSIONS[p] for p in reversed(parts) if p in EXTENSIONS), "cline")
+
+
+def env_cwd(text: str) -> str:
+    """The workspace folder that environment details in ``text`` name ("" when they name none)."""
+    m = _CWD.search(text)
+    if m:
+        return m.group(1).strip()
+    m = _WORKSPACES.search(text)
+    val = loads(f'"{m.group(1)}"') if m else None
+    return val if isinstance(val, str) else ""
+
+
+def api_cwd(head: bytes) -> str:
+    """The workspace folder of the first environment details in the head of ``api_conversation_history.json``
+    (it may be cut anywhere: its complete text strings are read, else the line itself, still escaped)."""
+    raw = head.decode("utf-8", "replace")
+    for found in _TEXT.finditer(raw):
+        text = loads(f'"{found.group(1)}"')
+        if isinstance(text, str) and "<environment_details>" in text:
+            cwd = env_cwd(text)
+            if cwd:
+                return cwd
+    m = _RAW_CWD.search(raw)
+    val = loads(f'"{m.group(1)}"') if m else None
+    return val.strip() if isinstance(val, str) else ""
+
+
+def _ui_cwd(messages: list[Any]) -> str:
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("say") == "api_req_started":
+            req = loads(as_str(msg.get("text")) or "null")
+            cwd = env_cwd(as_str(req.get("request"))) if isinstance(req, dict) else ""
+            if cwd:
+                return cwd
+    return ""
+
+
+def parse(inp: Input) -> Parsed:
+    """The exchanges of one task folder (``inp.files``: name -> bytes); NormalizeError when it has no readable
+    ``ui_messages.json`` (a task being created, or a half-written file: read again when it changes)."""
+    files = {PurePosixPath(k.replace("\\", "/")).as_posix(): v for k, v in inp.files.items()}
+    task_id = PurePosixPath(inp.name.replace("\\", "/")).name or inp.context.session_id or "task"
+    raw = files.get(UI)
+    messages = loads(raw) if raw is not None else None
+    if not isinstance(messages, list):
+        what = "missing" if raw is None else "not a JSON array (half-written?)"
+        raise NormalizeError(f"{inp.name or 'task'}: {UI} {what}")
+    item = loads(files.get(ITEM, b"null"))
+    item = item if isinstance(item, dict) else {}
+    cwd = as_str(item.get("workspace")) or _ui_cwd(messages) or inp.context.cwd
+    if not cwd and API in files:
+        cwd = api_cwd(files[API][:API_HEAD])
+    title = as_str(item.get("task")).strip()
+    reader = UiReader(task_id, agent_of(inp.name), cwd, subtask=bool(as_str(item.get("parentTaskId"))),
+                      title=" ".join(title.split())[:80] or None)
+    for i, msg in enumerate(messages):
+        reader.message(i, msg)
+    reader.close()
+    ledger = Ledger()
+    for name in sorted(files):
+        if name != UI:
+            ledger.skipped(name, _SKIPPED.get(name, "not a task file"))
+    ledger.extend(reader.ledger)
+    ctx = replace(inp.context, format=SOURCE_KIND, session_id=task_id, cwd=cwd, files=len(files))
+    return Parsed(reader.out, ledger, ctx.with_title(reader.title or "", 1))
+
+
+def detect(probe: Probe) -> bool:
+    """A task folder: ``ui_messages.json`` or ``api_conversation_history.json`` among its entries."""
+    return bool(probe.entry_names & {UI, API})
+
+
+def unit_of(path: PurePath, look: Look) -> PurePath | None:
+    """The task folder ``path`` is (or is a file of): the folder holding ``ui_messages.json`` or
+    ``api_conversation_history.json``; None for anything else (a checkpoint's git files included)."""
+    folder = path if look.is_dir(path) else path.parent
+    return folder if any(look.is_file(folder / n) for n in (UI, API)) else None
+
+
+def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
+    """The task folder's JSON files: ``ui_messages.json`` whole (up to ``MAX_UI``), the small metadata files,
+    and the head of ``api_conversation_history.json`` (its first environment details name the workspace)."""
+    files: dict[str, bytes] = {}
+    names = set(look.entries(unit))
+    for name in (UI, META, ITEM):
+        if name in names:
+            data = look.read(unit / name, MAX_UI if name == UI else _SMALL)
+            if data is not None:
+                files[name] = data
+    if API in names and ITEM not in files and not ctx.cwd:
+        files[API] = look.head(unit / API, API_HEAD)
+    return Input(name=str(unit), context=ctx, files=files)
+
+
+FORMAT = Format(
+    SOURCE_KIND, "folder", detect, parse, names=TASK_FILES, places=PLACES, ids="message", unit_of=unit_of,
+    gather=gather, summary="Cline, Roo Code and Kilo Code task folders (VS Code globalStorage, ~/.cline/data)")
