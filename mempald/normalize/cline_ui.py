@@ -89,6 +89,9 @@ def _tool_line(kind: str, text: str) -> tuple[str, str, str]:
     name = as_str(body.get("tool")) or as_str(body.get("action")) or kind
     arg = next((body[k] for k in _ARG_KEYS if isinstance(body.get(k), str) and body[k].strip()), "")
     path = as_str(body.get("path")) if name in _FILE_TOOLS else ""
+    whole = as_str(body.get("content")) if name == "readFile" else ""  # Cline: the absolute path read
+    if whole and "\n" not in whole and (whole.startswith("/") or whole[1:3] in (":\\", ":/")):
+        path = whole
     return name, f"[tool: {name}] {one_line(arg, MAX_ARG)}".rstrip(), path
 
 

@@ -157,6 +157,7 @@ def test_a_non_english_task_is_kept_verbatim_and_a_sub_task_is_never_a_prompt() 
     assert "  -> [sub-task result] Added 14 cart.* keys" in parent.assistant
     assert "[tool: playwright/browser_snapshot]" in parent.assistant and "Итого: 12 450 ₽" in parent.assistant
     assert parent.kind == "exchange" and "«12 450 ₽»" in parent.assistant
+    assert parent.files == ("c:/Users/anya/src/shop-frontend/src/format/price.ts",), "the absolute path read"
     (child,) = _parse(ROO_SUBTASK).exchanges
     assert child.user == "", "the sub-task's opening was written by its parent's model"
     assert child.kind == "subagent" and child.agent == "cline/subagent"
