@@ -6,7 +6,8 @@ Each task is a folder ``<globalStorage>/<extension id>/tasks/<task id>/`` (the C
 
 - ``ui_messages.json``: the task as the user saw it, every message with its ``ts`` (read: ``cline_ui``);
 - ``api_conversation_history.json``: the model's copy (``<task>``, ``<environment_details>``, tool results);
-  only its environment details are read here, for the workspace folder;
+  its environment details name the workspace folder; a folder without ``ui_messages.json`` (copied or exported
+  without it) is read from it (``cline_api``);
 - ``task_metadata.json`` (files in context, models used), ``history_item.json`` (Roo Code, Kilo Code: the task's
   ``workspace`` and, for a sub-task, its ``parentTaskId``), ``focus_chain_*.md``, ``checkpoints/``.
 
@@ -24,7 +25,8 @@ from dataclasses import replace
 from pathlib import PurePath, PurePosixPath
 from typing import Any
 
-from mempald.normalize.cline_ui import UiReader
+from mempald.normalize.cline_api import read_api
+from mempald.normalize.cline_ui import TaskReader
 from mempald.normalize.common import as_str
 from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
@@ -99,6 +101,16 @@ def api_cwd(head: bytes) -> str:
     return val.strip() if isinstance(val, str) else ""
 
 
+def _api_cwd_strings(messages: list[Any]) -> str:
+    for msg in messages[:4]:
+        content = msg.get("content") if isinstance(msg, dict) else None
+        for block in content if isinstance(content, list) else [{"text": content}]:
+            cwd = env_cwd(as_str(block.get("text"))) if isinstance(block, dict) else ""
+            if cwd:
+                return cwd
+    return ""
+
+
 def _ui_cwd(messages: list[Any]) -> str:
     for msg in messages:
         if isinstance(msg, dict) and msg.get("say") == "api_req_started":
@@ -114,26 +126,32 @@ def parse(inp: Input) -> Parsed:
     ``ui_messages.json`` (a task being created, or a half-written file: read again when it changes)."""
     files = {PurePosixPath(k.replace("\\", "/")).as_posix(): v for k, v in inp.files.items()}
     task_id = PurePosixPath(inp.name.replace("\\", "/")).name or inp.context.session_id or "task"
-    raw = files.get(UI)
+    name = UI if UI in files or API not in files else API  # a folder without the UI's file: the model's copy
+    raw = files.get(name)
     messages = loads(raw) if raw is not None else None
     if not isinstance(messages, list):
         what = "missing" if raw is None else "not a JSON array (half-written?)"
-        raise NormalizeError(f"{inp.name or 'task'}: {UI} {what}")
+        raise NormalizeError(f"{inp.name or 'task'}: {name} {what}")
     item = loads(files.get(ITEM, b"null"))
     item = item if isinstance(item, dict) else {}
     cwd = as_str(item.get("workspace")) or _ui_cwd(messages) or inp.context.cwd
     if not cwd and API in files:
         cwd = api_cwd(files[API][:API_HEAD])
+    if not cwd and name == API:
+        cwd = _api_cwd_strings(messages)
     title = as_str(item.get("task")).strip()
-    reader = UiReader(task_id, agent_of(inp.name), cwd, subtask=bool(as_str(item.get("parentTaskId"))),
+    reader = TaskReader(task_id, agent_of(inp.name), cwd, subtask=bool(as_str(item.get("parentTaskId"))),
                       title=" ".join(title.split())[:80] or None)
-    for i, msg in enumerate(messages):
-        reader.message(i, msg)
+    if name == UI:
+        for i, msg in enumerate(messages):
+            reader.message(i, msg)
+    else:
+        read_api(reader, messages)
     reader.close()
     ledger = Ledger()
-    for name in sorted(files):
-        if name != UI:
-            ledger.skipped(name, _SKIPPED.get(name, "not a task file"))
+    for other in sorted(files):
+        if other != name:
+            ledger.skipped(other, _SKIPPED.get(other, "not a task file"))
     ledger.extend(reader.ledger)
     ctx = replace(inp.context, format=SOURCE_KIND, session_id=task_id, cwd=cwd, files=len(files))
     return Parsed(reader.out, ledger, ctx.with_title(reader.title or "", 1))
@@ -161,7 +179,11 @@ def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
             data = look.read(unit / name, MAX_UI if name == UI else _SMALL)
             if data is not None:
                 files[name] = data
-    if API in names and ITEM not in files and not ctx.cwd:
+    if API in names and UI not in names:  # no UI's file: the model's copy is what there is to read
+        data = look.read(unit / API, MAX_UI)
+        if data is not None:
+            files[API] = data
+    elif API in names and ITEM not in files and not ctx.cwd:
         files[API] = look.head(unit / API, API_HEAD)
     return Input(name=str(unit), context=ctx, files=files)
 

@@ -109,7 +109,7 @@ def _answer_text(kind: str, text: str) -> str:
 
 
 @dataclass
-class _Turn:
+class Turn:
     key: str
     user: str
     ts: Any
@@ -120,7 +120,7 @@ class _Turn:
 
 
 @dataclass
-class UiReader:
+class TaskReader:
     """Reads the messages of one task, in order; ``out`` and ``ledger`` hold what it found."""
 
     session_id: str
@@ -130,7 +130,7 @@ class UiReader:
     title: str | None = None
     out: list[Exchange] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
-    turn: _Turn | None = None
+    turn: Turn | None = None
     asked: bool = False  # an API request was made: a later "text" is the assistant's
     keys: set[str] = field(default_factory=set)
 
@@ -203,10 +203,10 @@ class UiReader:
             return
         key = self._key(msg, ref)
         if opening and self.subtask:  # a sub-task's opening: its parent's model wrote it
-            self.turn = _Turn(key, "", msg.get("ts"), SUBAGENT, [f"[sub-task] {words}"])
+            self.turn = Turn(key, "", msg.get("ts"), SUBAGENT, [f"[sub-task] {words}"])
             self.ledger.stored(ref, key, "sub-task")
             return
-        self.turn = _Turn(key, words, msg.get("ts"))
+        self.turn = Turn(key, words, msg.get("ts"))
         self.ledger.stored(ref, key, "prompt")
         if opening and self.title is None:
             self.title = one_line(words, 80)

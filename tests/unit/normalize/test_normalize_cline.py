@@ -24,7 +24,8 @@ SAMPLES = REPO / "tests" / "fixtures" / "cline"
 CLINE_TASK = SAMPLES / "cline_vscode_task" / "1773478931000"
 ROO_TASK = SAMPLES / "roo_parent_task" / "0195f3a0-1c2d-7e3f-8a9b-0c1d2e3f4a5b"
 ROO_SUBTASK = SAMPLES / "roo_subtask" / "0195f3c2-7b1e-7a41-9c2e-5d8f6e2a1b07"
-ALL = (CLINE_TASK, ROO_TASK, ROO_SUBTASK)
+API_ONLY = SAMPLES / "cline_api_only" / "1741500000000"
+ALL = (CLINE_TASK, ROO_TASK, ROO_SUBTASK, API_ONLY)
 
 
 class DirLook:
@@ -168,12 +169,36 @@ def test_a_non_english_task_is_kept_verbatim_and_a_sub_task_is_never_a_prompt() 
 def test_every_message_and_file_is_accounted_for_once(folder: Path) -> None:
     parsed = _parse(folder)
     refs = [a.ref for a in parsed.ledger.entries]
-    expected = [f"ui_messages.json#{i}" for i in range(len(_ui(folder)))]
-    expected += [n for n in _files(folder) if n != "ui_messages.json"]
+    read = "ui_messages.json" if (folder / "ui_messages.json").exists() else "api_conversation_history.json"
+    expected = [f"{read}#{i}" for i in range(len(json.loads((folder / read).read_text())))]
+    expected += [n for n in _files(folder) if n != read]
     assert sorted(refs, key=str) == sorted(expected)
     assert all(a.what for a in parsed.ledger.entries if a.outcome != "stored")
     keys = {e.key for e in parsed.exchanges}
     assert {a.exchange for a in parsed.ledger.entries if a.outcome != "skipped"} <= keys
+
+
+def test_a_folder_without_its_ui_messages_is_read_from_the_models_copy(tmp_path: Path) -> None:
+    parsed = _parse(API_ONLY)
+    assert [e.user for e in parsed.exchanges] == [
+        "タイルマップのチャンク読み込みが遅い。プロファイルを見て、必要ならキャッシュを入れて。",
+        "設定可能にして、デフォルトは64で。", "the minimap still stutters, screenshot attached\n[image]"]
+    first, second, third = parsed.exchanges
+    assert first.assistant.splitlines()[:3] == [
+        "Let me look at the chunk loader first.", "[tool: read_file] src/chunks/loader.ts",
+        "  -> export function loadChunk(x: number, y: number) { return parse(readFileSync(path(x, y))) }"]
+    assert first.assistant.endswith("Is a 64-chunk LRU cache enough, or should it be configurable?")
+    assert "re-parses every chunk" not in first.assistant, "the model's <thinking> is dropped"
+    assert first.files == ("/Users/kenji/work/tilemap/src/chunks/loader.ts",)
+    assert second.assistant.endswith("a warm reload of the map no longer re-parses them.")
+    assert "The user has provided feedback" not in third.render() and third.tools == ("search_files",)
+    for e in parsed.exchanges:
+        assert "<environment_details>" not in e.render() and "Current Working Directory" not in e.render()
+    assert {e.project for e in parsed.exchanges} == {"/Users/kenji/work/tilemap"}
+    task = _laid_out(tmp_path, API_ONLY, "saoudrizwan.claude-dev")
+    inp = cline.gather(task, CursorContext(format="cline"), DirLook())
+    assert inp.files == {"api_conversation_history.json": (task / "api_conversation_history.json").read_bytes()}
+    assert cline.parse(inp).exchanges == parsed.exchanges
 
 
 def test_ids_survive_rewrites_and_a_grown_task_only_adds_exchanges() -> None:
@@ -211,8 +236,10 @@ def test_bad_input_is_a_clear_error_or_a_counted_skip_never_a_crash() -> None:
     raw = (CLINE_TASK / "ui_messages.json").read_bytes()
     with pytest.raises(NormalizeError, match="half-written"):
         _parse(CLINE_TASK, {"ui_messages.json": raw[: len(raw) // 2]})
-    with pytest.raises(NormalizeError, match="missing"):
-        _parse(CLINE_TASK, {"api_conversation_history.json": b"[]"})
+    with pytest.raises(NormalizeError, match=r"ui_messages\.json missing"):
+        _parse(CLINE_TASK, {"task_metadata.json": b"{}"})
+    with pytest.raises(NormalizeError, match=r"api_conversation_history\.json not a JSON array"):
+        _parse(API_ONLY, {"api_conversation_history.json": b'[{"role":"user","content":[{"type":"te'})
     odd = [_ui(CLINE_TASK)[0], "not an object", {"ts": 5, "type": "say", "say": "hologram", "text": "?"},
            {"ts": 6, "type": "whisper", "text": "?"}, {"ts": 7, "type": "say", "say": "text", "text": 42},
            {"ts": 8, "type": "say", "say": "user_feedback", "text": "", "images": []}]
