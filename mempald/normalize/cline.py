@@ -13,9 +13,10 @@ Each task is a folder ``<globalStorage>/<extension id>/tasks/<task id>/`` (the C
 
 The folder is one unit (``unit_of`` maps any file in it to it; ``gather`` reads its JSON files through the
 intake's ``Look``); exchange ids are the prompts' own ``ts`` (``ids="message"``), so a task that gained a message
-stores only its new exchange. The agent follows the extension id in the path (``cline``, ``roo``, ``kilo``); the
-session is the task id; the wing is the task's workspace folder (``history_item.json``'s ``workspace``, else the
-"Current Working/Workspace Directory" of the environment details).
+stores only its new exchange; ``beside`` links a Roo Code sub-task to the exchange of its parent task that
+started it. The agent follows the extension id in the path (``cline``, ``roo``, ``kilo``); the session is the
+task id (a sub-task's: its root task's); the wing is the task's workspace folder (``history_item.json``'s
+``workspace``, else the "Current Working/Workspace Directory" of the environment details).
 """
 
 from __future__ import annotations
@@ -140,8 +141,10 @@ def parse(inp: Input) -> Parsed:
     if not cwd and name == API:
         cwd = _api_cwd_strings(messages)
     title = as_str(item.get("task")).strip()
-    reader = TaskReader(task_id, agent_of(inp.name), cwd, subtask=bool(as_str(item.get("parentTaskId"))),
-                      title=" ".join(title.split())[:80] or None)
+    root = root_task(item)
+    reader = TaskReader(root or task_id, agent_of(inp.name), cwd, subtask=bool(root),
+                        title=" ".join(title.split())[:80] or None, prefix=f"{task_id}:" if root else "",
+                        parent=inp.context.parent if root else "")
     if name == UI:
         for i, msg in enumerate(messages):
             reader.message(i, msg)
@@ -153,8 +156,40 @@ def parse(inp: Input) -> Parsed:
         if other != name:
             ledger.skipped(other, _SKIPPED.get(other, "not a task file"))
     ledger.extend(reader.ledger)
-    ctx = replace(inp.context, format=SOURCE_KIND, session_id=task_id, cwd=cwd, files=len(files))
+    ctx = replace(inp.context, format=SOURCE_KIND, session_id=root or task_id, cwd=cwd, files=len(files))
     return Parsed(reader.out, ledger, ctx.with_title(reader.title or "", 1))
+
+
+def root_task(item: dict[str, Any]) -> str:
+    """A sub-task's root task id (its session), from its history item; "" for a task that is no sub-task."""
+    parent = as_str(item.get("parentTaskId"))
+    return (as_str(item.get("rootTaskId")) or parent) if parent else ""
+
+
+def _item(folder: PurePath, look: Look) -> dict[str, Any]:
+    raw = look.read(folder / ITEM, _SMALL)
+    item = loads(raw) if raw is not None else None
+    return item if isinstance(item, dict) else {}
+
+
+def beside(unit: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
+    """A sub-task's parent exchange, read from its parent task's folder beside it (once: kept in the context):
+    the exchange whose ``newTask`` call gave the sub-task's text, else the parent's last exchange that started
+    a sub-task."""
+    item = _item(unit, look)
+    parent_id = as_str(item.get("parentTaskId"))
+    if ctx.parent or not parent_id:
+        return ctx
+    folder = unit.parent / parent_id
+    raw = look.read(folder / UI, MAX_UI)
+    messages = loads(raw) if raw is not None else None
+    if not isinstance(messages, list):
+        return ctx
+    reader = TaskReader(parent_id, "", "", prefix=f"{parent_id}:" if root_task(_item(folder, look)) else "")
+    for i, msg in enumerate(messages):
+        reader.message(i, msg)
+    found = reader.spawned.get(as_str(item.get("task")).strip()) or next(reversed(reader.spawned.values()), "")
+    return replace(ctx, parent=found) if found else ctx
 
 
 def detect(probe: Probe) -> bool:
@@ -190,4 +225,5 @@ def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
 
 FORMAT = Format(
     SOURCE_KIND, "folder", detect, parse, names=TASK_FILES, places=PLACES, ids="message", unit_of=unit_of,
-    gather=gather, summary="Cline, Roo Code and Kilo Code task folders (VS Code globalStorage, ~/.cline/data)")
+    beside=beside, gather=gather,
+    summary="Cline, Roo Code and Kilo Code task folders (VS Code globalStorage, ~/.cline/data)")

@@ -15,7 +15,8 @@ result) folded as ``  -> ...``; errors as ``[error] ...``. Reasoning, API reques
 details give the workspace), checkpoints and UI-only notices are skipped, each with its reason.
 
 A Roo Code sub-task (its ``history_item.json`` names a ``parentTaskId``) opens with the task its parent's model
-wrote, not the user's words: it is kept as ``[sub-task] ...`` in an exchange of kind ``subagent`` with no prompt.
+wrote, not the user's words: it is kept as ``[sub-task] ...`` in an exchange of kind ``subagent`` with no prompt,
+in its root task's session and linked to the exchange whose ``newTask`` call started it.
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ class TaskReader:
     turn: Turn | None = None
     asked: bool = False  # an API request was made: a later "text" is the assistant's
     keys: set[str] = field(default_factory=set)
+    prefix: str = ""  # a sub-task's exchange keys start with its task id (its session is its root task's)
+    parent: str = ""  # a sub-task: the key of the exchange in its parent task that started it
+    spawned: dict[str, str] = field(default_factory=dict)  # a sub-task's text -> the exchange that started it
 
     def close(self) -> None:
         t, self.turn = self.turn, None
@@ -143,11 +147,11 @@ class TaskReader:
             assistant="\n".join(r for r in t.reply if r).strip(), timestamp=iso_ms(t.ts), cwd=self.cwd or None,
             agent=self.agent if t.kind != SUBAGENT else f"{self.agent}/{SUBAGENT}", title=self.title,
             position=len(self.out), kind=t.kind, tools=tuple(t.tools), files=tuple(t.files),
-            project=self.cwd or None))
+            project=self.cwd or None, parent=self.parent if t.kind == SUBAGENT else ""))
 
     def _key(self, msg: dict[str, Any], ref: str) -> str:
         ts = msg.get("ts")
-        key = str(int(ts)) if isinstance(ts, int | float) and not isinstance(ts, bool) else ref
+        key = self.prefix + (str(int(ts)) if isinstance(ts, int | float) and not isinstance(ts, bool) else ref)
         if key in self.keys:
             key = f"{key}:{ref}"
         self.keys.add(key)
@@ -181,6 +185,9 @@ class TaskReader:
                 self.ledger.skipped(ref, "empty")
         elif kind in _TOOLS:
             name, line, path = _tool_line(kind, text)
+            if name == "newTask":
+                body = loads(text)
+                self.spawned[as_str(body.get("content")).strip() if isinstance(body, dict) else ""] = self.turn.key
             self.turn.tools.append(name)
             self.turn.reply.append(line)
             add_unique(self.turn.files, touched_path(path, self.cwd or None))

@@ -165,6 +165,24 @@ def test_a_non_english_task_is_kept_verbatim_and_a_sub_task_is_never_a_prompt() 
     assert child.assistant.startswith("[sub-task] Update src/i18n/ru.json")
 
 
+def test_a_sub_task_is_in_its_root_tasks_session_linked_to_the_exchange_that_started_it(tmp_path: Path) -> None:
+    parent = _laid_out(tmp_path, ROO_TASK, "rooveterinaryinc.roo-cline")
+    child = _laid_out(tmp_path, ROO_SUBTASK, "rooveterinaryinc.roo-cline")
+    (started,) = _parse(parent).exchanges
+    ctx = cline.beside(child, CursorContext(format="cline"), DirLook())
+    assert ctx.parent == started.key == "1774001112000"
+    assert cline.beside(parent, CursorContext(format="cline"), DirLook()).parent == "", "no sub-task: no parent"
+    (work,) = cline.parse(cline.gather(child, ctx, DirLook())).exchanges
+    assert (work.session_id, work.parent, work.agent) == (parent.name, started.key, "roo/subagent")
+    assert work.key == f"{child.name}:1774001116000", "its keys never meet its root task's"
+    # once found it is kept: the parent is not read again; without the parent's folder there is no link
+    assert cline.beside(child, ctx, DirLook()) is ctx
+    shutil.rmtree(parent)
+    assert cline.beside(child, CursorContext(format="cline"), DirLook()).parent == ""
+    (alone,) = _parse(child).exchanges
+    assert (alone.session_id, alone.parent) == (parent.name, "")
+
+
 @pytest.mark.parametrize("folder", ALL, ids=lambda p: p.parent.name)
 def test_every_message_and_file_is_accounted_for_once(folder: Path) -> None:
     parsed = _parse(folder)
