@@ -41,6 +41,8 @@ ITEM = "history_item.json"
 TASK_FILES = (UI, API, META, ITEM)
 EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo", "kilocode.kilo-code": "kilo"}
 EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
+# the editors' remote servers (SSH, WSL, containers) and Codespaces keep their own globalStorage on Linux
+REMOTE = (".vscode-server", ".vscode-server-insiders", ".cursor-server", ".windsurf-server", ".vscode-remote")
 MAX_UI = 256 << 20  # a task's ui_messages.json larger than this is refused (counted, never half-read)
 API_HEAD = 256 << 10  # the part of api_conversation_history.json that holds the first environment details
 _SMALL = 1 << 20
@@ -56,7 +58,8 @@ def _place(agent: str, ext: str, setting: str) -> Place:
     return Place(
         agent,
         linux=(*(f"$XDG_CONFIG_HOME/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
-               f"~/.vscode-server/data/User/globalStorage/{ext}/tasks"),
+               *(f"~/{d}/data/User/globalStorage/{ext}/tasks" for d in REMOTE),
+               f"~/.var/app/com.visualstudio.code/config/Code/User/globalStorage/{ext}/tasks"),
         macos=tuple(f"~/Library/Application Support/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
         windows=tuple(f"%APPDATA%/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
         globs=("*",), setting=setting)

@@ -305,3 +305,6 @@ def test_it_is_declared_where_each_editor_keeps_it() -> None:
         assert f"~/Library/Application Support/{editor}/User/globalStorage/rooveterinaryinc.roo-cline/tasks" \
             in vscode.macos
         assert f"%APPDATA%/{editor}/User/globalStorage/rooveterinaryinc.roo-cline/tasks" in vscode.windows
+    assert "~/.vscode-server/data/User/globalStorage/rooveterinaryinc.roo-cline/tasks" in vscode.linux
+    cli = next(p for p in cline.FORMAT.places if p.agent == "Cline CLI")
+    assert cli.linux == cli.macos == ("~/.cline/data/tasks",) and cli.windows == ("%USERPROFILE%/.cline/data/tasks",)
