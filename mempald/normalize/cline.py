@@ -41,6 +41,7 @@ ITEM = "history_item.json"
 TASK_FILES = (UI, API, META, ITEM)
 EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo", "kilocode.kilo-code": "kilo"}
 EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
+# (no per-place setting: ``sources.skip = ["cline"]`` turns them all off)
 # the editors' remote servers (SSH, WSL, containers) and Codespaces keep their own globalStorage on Linux
 REMOTE = (".vscode-server", ".vscode-server-insiders", ".cursor-server", ".windsurf-server", ".vscode-remote")
 MAX_UI = 256 << 20  # a task's ui_messages.json larger than this is refused (counted, never half-read)
@@ -54,7 +55,7 @@ _SKIPPED = {API: "the model's copy of the task (ui_messages.json read)", META: "
             ITEM: "task history item"}
 
 
-def _place(agent: str, ext: str, setting: str) -> Place:
+def _place(agent: str, ext: str) -> Place:
     return Place(
         agent,
         linux=(*(f"$XDG_CONFIG_HOME/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
@@ -62,15 +63,15 @@ def _place(agent: str, ext: str, setting: str) -> Place:
                f"~/.var/app/com.visualstudio.code/config/Code/User/globalStorage/{ext}/tasks"),
         macos=tuple(f"~/Library/Application Support/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
         windows=tuple(f"%APPDATA%/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
-        globs=("*",), setting=setting)
+        globs=("*",))
 
 
 PLACES = (
-    _place("Cline", "saoudrizwan.claude-dev", "cline_tasks"),
-    _place("Roo Code", "rooveterinaryinc.roo-cline", "roo_tasks"),
-    _place("Kilo Code", "kilocode.kilo-code", "kilo_tasks"),
+    _place("Cline", "saoudrizwan.claude-dev"),
+    _place("Roo Code", "rooveterinaryinc.roo-cline"),
+    _place("Kilo Code", "kilocode.kilo-code"),
     Place("Cline CLI", linux=("~/.cline/data/tasks",), macos=("~/.cline/data/tasks",),
-          windows=("%USERPROFILE%/.cline/data/tasks",), globs=("*",), setting="cline_cli_tasks"),
+          windows=("%USERPROFILE%/.cline/data/tasks",), globs=("*",)),
 )
 
 
@@ -210,6 +211,9 @@ def unit_of(path: PurePath, look: Look) -> PurePath | None:
 def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
     """The task folder's JSON files: ``ui_messages.json`` whole (up to ``MAX_UI``), the small metadata files,
     and the head of ``api_conversation_history.json`` (its first environment details name the workspace)."""
+    # WORKAROUND (narrow, until the intake calls ``beside`` for folder units too): a folder unit is read with a
+    # fresh context and without its format's ``beside``, so a sub-task's parent is looked up here.
+    ctx = beside(unit, ctx, look)
     files: dict[str, bytes] = {}
     names = set(look.entries(unit))
     for name in (UI, META, ITEM):

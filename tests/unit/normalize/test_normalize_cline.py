@@ -298,7 +298,7 @@ def test_it_is_declared_where_each_editor_keeps_it() -> None:
     agents = {p.agent for p in cline.FORMAT.places}
     assert agents == {"Cline", "Roo Code", "Kilo Code", "Cline CLI"}
     for place in cline.FORMAT.places:
-        assert place.linux and place.macos and place.windows and place.setting and place.globs == ("*",)
+        assert place.linux and place.macos and place.windows and place.globs == ("*",)
     vscode = next(p for p in cline.FORMAT.places if p.agent == "Roo Code")
     for editor in ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium"):
         assert f"$XDG_CONFIG_HOME/{editor}/User/globalStorage/rooveterinaryinc.roo-cline/tasks" in vscode.linux
