@@ -43,7 +43,7 @@ EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "
 EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
 # (no per-place setting: ``sources.skip = ["cline"]`` turns them all off)
 # the editors' remote servers (SSH, WSL, containers) and Codespaces keep their own globalStorage on Linux
-REMOTE = (".vscode-server", ".vscode-server-insiders", ".cursor-server", ".windsurf-server", ".vscode-remote")
+REMOTE = (".vscode-server", ".cursor-server", ".vscode-remote")
 MAX_UI = 256 << 20  # a task's ui_messages.json larger than this is refused (counted, never half-read)
 API_HEAD = 256 << 10  # the part of api_conversation_history.json that holds the first environment details
 _SMALL = 1 << 20
@@ -59,8 +59,7 @@ def _place(agent: str, ext: str) -> Place:
     return Place(
         agent,
         linux=(*(f"$XDG_CONFIG_HOME/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
-               *(f"~/{d}/data/User/globalStorage/{ext}/tasks" for d in REMOTE),
-               f"~/.var/app/com.visualstudio.code/config/Code/User/globalStorage/{ext}/tasks"),
+               *(f"~/{d}/data/User/globalStorage/{ext}/tasks" for d in REMOTE)),
         macos=tuple(f"~/Library/Application Support/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
         windows=tuple(f"%APPDATA%/{e}/User/globalStorage/{ext}/tasks" for e in EDITORS),
         globs=("*",))
