@@ -8,6 +8,9 @@ Each task is a folder ``<globalStorage>/<extension id>/tasks/<task id>/`` (the C
 - ``api_conversation_history.json``: the model's copy (``<task>``, ``<environment_details>``, tool results);
   its environment details name the workspace folder; a folder without ``ui_messages.json`` (copied or exported
   without it) is read from it (``cline_api``);
+- Cline 4's SDK (its CLI, VS Code and JetBrains since v4.0) keeps a session folder instead,
+  ``~/.cline/data/sessions/<id>/`` with the manifest ``<id>.json`` (``cwd``, ``workspace_root``, title) and
+  ``<id>.messages.json`` (``{version, messages: [...]}``, the model's messages, rewritten whole): read the same way;
 - ``task_metadata.json`` (files in context, models used), ``history_item.json`` (Roo Code, Kilo Code: the task's
   ``workspace`` and, for a sub-task, its ``parentTaskId``), ``focus_chain_*.md``, ``checkpoints/``.
 
@@ -38,6 +41,7 @@ UI = "ui_messages.json"
 API = "api_conversation_history.json"
 META = "task_metadata.json"
 ITEM = "history_item.json"
+SDK_MESSAGES = ".messages.json"  # Cline 4's SDK session folder: <id>.json (manifest) beside <id>.messages.json
 TASK_FILES = (UI, API, META, ITEM)
 EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo", "kilocode.kilo-code": "kilo"}
 EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
@@ -71,6 +75,9 @@ PLACES = (
     _place("Kilo Code", "kilocode.kilo-code"),
     Place("Cline CLI", linux=("~/.cline/data/tasks",), macos=("~/.cline/data/tasks",),
           windows=("%USERPROFILE%/.cline/data/tasks",), globs=("*",)),
+    # Cline 4 (its SDK, shared by the CLI, VS Code and JetBrains): one folder per session
+    Place("Cline", linux=("~/.cline/data/sessions",), macos=("~/.cline/data/sessions",),
+          windows=("%USERPROFILE%/.cline/data/sessions",), globs=("*",)),
 )
 
 
@@ -125,25 +132,37 @@ def _ui_cwd(messages: list[Any]) -> str:
     return ""
 
 
+def _messages(files: dict[str, bytes], task_id: str, where: str) -> tuple[str, list[Any]]:
+    """Which file of the folder is read and its messages: ``ui_messages.json``; else the SDK session's
+    ``<id>.messages.json`` (``{version, messages: [...]}``); else ``api_conversation_history.json``."""
+    sdk = f"{task_id}{SDK_MESSAGES}"
+    name = UI if UI in files else sdk if sdk in files else API if API in files else UI
+    raw = files.get(name)
+    root = loads(raw) if raw is not None else None
+    messages = root.get("messages") if name == sdk and isinstance(root, dict) else root
+    if not isinstance(messages, list):
+        what = "missing" if raw is None else "not a JSON array (half-written?)" if name != sdk else \
+            "not a messages file (half-written?)"
+        raise NormalizeError(f"{where}: {name} {what}")
+    return name, messages
+
+
 def parse(inp: Input) -> Parsed:
     """The exchanges of one task folder (``inp.files``: name -> bytes); NormalizeError when it has no readable
-    ``ui_messages.json`` (a task being created, or a half-written file: read again when it changes)."""
+    messages (a task being created, or a half-written file: read again when it changes)."""
     files = {PurePosixPath(k.replace("\\", "/")).as_posix(): v for k, v in inp.files.items()}
     task_id = PurePosixPath(inp.name.replace("\\", "/")).name or inp.context.session_id or "task"
-    name = UI if UI in files or API not in files else API  # a folder without the UI's file: the model's copy
-    raw = files.get(name)
-    messages = loads(raw) if raw is not None else None
-    if not isinstance(messages, list):
-        what = "missing" if raw is None else "not a JSON array (half-written?)"
-        raise NormalizeError(f"{inp.name or 'task'}: {name} {what}")
-    item = loads(files.get(ITEM, b"null"))
+    name, messages = _messages(files, task_id, inp.name or "task")
+    item = loads(files.get(ITEM) or files.get(f"{task_id}.json") or b"null")  # Roo's history item, the SDK's manifest
     item = item if isinstance(item, dict) else {}
-    cwd = as_str(item.get("workspace")) or _ui_cwd(messages) or inp.context.cwd
+    cwd = as_str(item.get("workspace")) or as_str(item.get("workspace_root")) or as_str(item.get("cwd")) or \
+        _ui_cwd(messages) or inp.context.cwd
     if not cwd and API in files:
         cwd = api_cwd(files[API][:API_HEAD])
-    if not cwd and name == API:
+    if not cwd and name != UI:
         cwd = _api_cwd_strings(messages)
-    title = as_str(item.get("task")).strip()
+    meta = item.get("metadata")
+    title = as_str(item.get("task")).strip() or (as_str(meta.get("title")) if isinstance(meta, dict) else "")
     root = root_task(item)
     reader = TaskReader(root or task_id, agent_of(inp.name), cwd, subtask=bool(root),
                         title=" ".join(title.split())[:80] or None, prefix=f"{task_id}:" if root else "",
@@ -152,15 +171,23 @@ def parse(inp: Input) -> Parsed:
         for i, msg in enumerate(messages):
             reader.message(i, msg)
     else:
-        read_api(reader, messages)
+        read_api(reader, messages, name)
     reader.close()
     ledger = Ledger()
     for other in sorted(files):
         if other != name:
-            ledger.skipped(other, _SKIPPED.get(other, "not a task file"))
+            ledger.skipped(other, _SKIPPED.get(other) or _sdk_skip(other, task_id))
     ledger.extend(reader.ledger)
     ctx = replace(inp.context, format=SOURCE_KIND, session_id=root or task_id, cwd=cwd, files=len(files))
     return Parsed(reader.out, ledger, ctx.with_title(reader.title or "", 1))
+
+
+def _sdk_skip(name: str, task_id: str) -> str:
+    if name == f"{task_id}.json":
+        return "session manifest"
+    if name.endswith(SDK_MESSAGES):
+        return "a sub-agent's messages (not read yet)"
+    return "not a task file"
 
 
 def root_task(item: dict[str, Any]) -> str:
@@ -196,15 +223,18 @@ def beside(unit: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
 
 
 def detect(probe: Probe) -> bool:
-    """A task folder: ``ui_messages.json`` or ``api_conversation_history.json`` among its entries."""
-    return bool(probe.entry_names & {UI, API})
+    """A task folder: ``ui_messages.json`` or ``api_conversation_history.json`` among its entries; an SDK
+    session folder: ``<id>.messages.json`` beside its manifest ``<id>.json``."""
+    names = probe.entry_names
+    return bool(names & {UI, API}) or any(
+        n.endswith(SDK_MESSAGES) and f"{n[: -len(SDK_MESSAGES)]}.json" in names for n in names)
 
 
 def unit_of(path: PurePath, look: Look) -> PurePath | None:
     """The task folder ``path`` is (or is a file of): the folder holding ``ui_messages.json`` or
     ``api_conversation_history.json``; None for anything else (a checkpoint's git files included)."""
     folder = path if look.is_dir(path) else path.parent
-    return folder if any(look.is_file(folder / n) for n in (UI, API)) else None
+    return folder if any(look.is_file(folder / n) for n in (UI, API, f"{folder.name}{SDK_MESSAGES}")) else None
 
 
 def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
@@ -215,6 +245,13 @@ def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
     ctx = beside(unit, ctx, look)
     files: dict[str, bytes] = {}
     names = set(look.entries(unit))
+    sdk = f"{unit.name}{SDK_MESSAGES}"
+    if sdk in names and UI not in names:  # an SDK session: its messages and manifest
+        for name, cap in ((sdk, MAX_UI), (f"{unit.name}.json", _SMALL)):
+            data = look.read(unit / name, cap) if name in names else None
+            if data is not None:
+                files[name] = data
+        return Input(name=str(unit), context=ctx, files=files)
     for name in (UI, META, ITEM):
         if name in names:
             data = look.read(unit / name, MAX_UI if name == UI else _SMALL)

@@ -1,17 +1,18 @@
 """The reader of a Cline-family task's ``api_conversation_history.json`` (pure), for a task folder that has no
-``ui_messages.json`` (a folder copied or exported without it).
+``ui_messages.json`` (a folder copied or exported without it), and of the Cline SDK's session messages.
 
 The file is the model's copy of the task: Anthropic-style messages ``{role, content: str | [blocks]}`` (Roo
 Code adds a ``ts``). The user's words are inside wrappers: ``<task>`` (the task), ``<feedback>`` (a follow-up
 or the words given with a rejected tool), ``<answer>`` (an answer to the model's question), ``<user_message>``
 (Roo Code's feedback, a resumed task's new instructions). Everything else a user message holds is not theirs:
 ``<environment_details>``, tool results (``[read_file for 'x'] Result:``, ``tool_result`` blocks; folded as
-``  -> ...``), the harness's notices. An assistant message's text is the answer (``<thinking>`` dropped), its
-``tool_use`` blocks and the XML tool calls older versions wrote in the text become ``[tool: NAME] arg``;
-``attempt_completion``'s result, ``ask_followup_question``'s question and ``plan_mode_respond``'s response are
-answer text. Exchange ids: the prompt message's ``ts`` when it has one, else its index.
+``  -> ...``), the harness's notices. The Cline SDK (Cline 4, ``~/.cline/data/sessions``) keeps the same
+messages, the user's words in ``<user_input mode="...">`` (its ``<mode_notice>`` is not theirs), with ``id``s.
+An assistant message's text is the answer (``<thinking>`` dropped), its ``tool_use`` blocks and the XML tool
+calls older versions wrote in the text become ``[tool: NAME] arg``; ``attempt_completion``'s result,
+``ask_followup_question``'s question and ``plan_mode_respond``'s response are answer text. Exchange ids: the
+prompt message's ``id``, else its ``ts``, else its index.
 """
-
 from __future__ import annotations
 
 import re
@@ -21,7 +22,8 @@ from mempald.normalize.cline_ui import TaskReader, Turn
 from mempald.normalize.common import MAX_ARG, MAX_RESULT, add_unique, as_str, one_line, touched_path
 from mempald.normalize.model import strip_injected
 
-_WORDS = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.S)
+_WORDS = re.compile(r"<(task|feedback|answer|user_message|user_input)(?:\s[^>]*)?>\s*(.*?)\s*</\1>", re.S)
+_NOTICE = re.compile(r"<mode_notice>.*?(?:</mode_notice>|$)", re.S)  # the SDK's plan/act switch notice
 _ENV = re.compile(r"<environment_details>.*?(?:</environment_details>|$)", re.S)
 _THINKING = re.compile(r"<thinking>.*?(?:</thinking>|$)", re.S)
 _XML_TOOL = re.compile(
@@ -35,7 +37,6 @@ _ARGS = ("path", "command", "regex", "query", "url", "server_name", "uri", "mess
 _FILE_TOOLS = frozenset({"read_file", "write_to_file", "replace_in_file", "apply_diff", "insert_content",
                          "search_and_replace"})
 _HEADER = re.compile(r"^\s*\[[^\]\n]+\] Result:\s*")
-REF = "api_conversation_history.json#{}"
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -52,6 +53,10 @@ def _call(reader: TaskReader, turn: Turn, name: str, args: Any) -> bool:
         turn.reply.append(strip_injected(said))
         return True
     arg = next((args[k] for k in _ARGS if isinstance(args, dict) and isinstance(args.get(k), str)), "")
+    if not arg and isinstance(args, dict):  # the SDK's batched tools: read_files {files: [{path}]}, run_commands
+        many = args.get("files") or args.get("commands") or args.get("paths")
+        arg = ", ".join(x if isinstance(x, str) else as_str(x.get("path")) if isinstance(x, dict) else ""
+                        for x in many) if isinstance(many, list) else ""
     if not arg and isinstance(args, dict) and args:
         arg = one_line(args, MAX_ARG)
     turn.reply.append(f"[tool: {name}] {one_line(arg, MAX_ARG)}".rstrip())
@@ -84,20 +89,32 @@ def _assistant(reader: TaskReader, turn: Turn, blocks: list[dict[str, Any]]) -> 
     return said
 
 
+def _part(item: Any) -> str:
+    """A tool result's part: text, an SDK result record (``{query, result, success}``) or a string."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        return as_str(item.get("text")) or as_str(item.get("result")) or as_str(item.get("error"))
+    return ""
+
+
 def _result_text(blocks: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for b in blocks:
         if b.get("type") == "tool_result":
-            out.append(" ".join(as_str(x.get("text")) for x in _blocks(b.get("content"))))
+            content = b.get("content")
+            parts = content if isinstance(content, list) else [content]
+            out.append(" ".join(p for p in map(_part, parts) if p))
         elif b.get("type") == "text":
             out.append(_HEADER.sub("", _ENV.sub("", as_str(b.get("text")))))
     return " ".join(x.strip() for x in out if x.strip())
 
 
-def read_api(reader: TaskReader, messages: list[Any]) -> None:
-    """Every message of the history into ``reader`` (its ``out`` and ``ledger``), in order."""
+def read_api(reader: TaskReader, messages: list[Any], ref_name: str = "api_conversation_history.json") -> None:
+    """Every message of the history into ``reader`` (its ``out`` and ``ledger``), in order; ``ref_name``: the
+    file they are from (the SDK's ``<session id>.messages.json`` holds the same messages)."""
     for i, msg in enumerate(messages):
-        ref = REF.format(i)
+        ref = f"{ref_name}#{i}"
         if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
             reader.ledger.skipped(ref, "not a message")
             continue
@@ -111,13 +128,13 @@ def read_api(reader: TaskReader, messages: list[Any]) -> None:
                 reader.ledger.folded(ref, reader.turn.key, "tool call" if reader.turn.tools else "reasoning only")
             continue
         text = "\n".join(as_str(b.get("text")) for b in blocks if b.get("type") == "text")
-        words = [w.group(2) for w in _WORDS.finditer(_ENV.sub("", text)) if w.group(2).strip()]
+        words = [w for w in (_NOTICE.sub("", m.group(2)).strip() for m in _WORDS.finditer(_ENV.sub("", text))) if w]
         if words:
             images = sum(1 for b in blocks if b.get("type") == "image")
-            opening = "<task>" in text
+            opening = "<task>" in text or (not reader.out and reader.turn is None)
             # what the wrapped words came with (a tool's result, the harness's notice) is not theirs: dropped
-            reader.prompt(ref, {"ts": msg.get("ts"), "images": ["image"] * images}, "\n".join(words),
-                          opening=opening)
+            reader.prompt(ref, {"ts": msg.get("ts"), "id": msg.get("id"), "images": ["image"] * images},
+                          "\n".join(words), opening=opening)
         elif reader.turn is None:
             reader.ledger.skipped(ref, "context before any prompt")
         else:

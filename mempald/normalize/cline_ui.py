@@ -150,8 +150,9 @@ class TaskReader:
             project=self.cwd or None, parent=self.parent if t.kind == SUBAGENT else ""))
 
     def _key(self, msg: dict[str, Any], ref: str) -> str:
-        ts = msg.get("ts")
-        key = self.prefix + (str(int(ts)) if isinstance(ts, int | float) and not isinstance(ts, bool) else ref)
+        ts, own = msg.get("ts"), msg.get("id")
+        key = self.prefix + (own if isinstance(own, str) and own else str(int(ts)) if isinstance(
+            ts, int | float) and not isinstance(ts, bool) else ref)
         if key in self.keys:
             key = f"{key}:{ref}"
         self.keys.add(key)

@@ -25,7 +25,8 @@ CLINE_TASK = SAMPLES / "cline_vscode_task" / "1773478931000"
 ROO_TASK = SAMPLES / "roo_parent_task" / "0195f3a0-1c2d-7e3f-8a9b-0c1d2e3f4a5b"
 ROO_SUBTASK = SAMPLES / "roo_subtask" / "0195f3c2-7b1e-7a41-9c2e-5d8f6e2a1b07"
 API_ONLY = SAMPLES / "cline_api_only" / "1741500000000"
-ALL = (CLINE_TASK, ROO_TASK, ROO_SUBTASK, API_ONLY)
+SDK = SAMPLES / "cline_sdk_session" / "1781203311842_k3f9q"
+ALL = (CLINE_TASK, ROO_TASK, ROO_SUBTASK, API_ONLY, SDK)
 
 
 class DirLook:
@@ -187,8 +188,10 @@ def test_a_sub_task_is_in_its_root_tasks_session_linked_to_the_exchange_that_sta
 def test_every_message_and_file_is_accounted_for_once(folder: Path) -> None:
     parsed = _parse(folder)
     refs = [a.ref for a in parsed.ledger.entries]
-    read = "ui_messages.json" if (folder / "ui_messages.json").exists() else "api_conversation_history.json"
-    expected = [f"{read}#{i}" for i in range(len(json.loads((folder / read).read_text())))]
+    read = next(n for n in ("ui_messages.json", f"{folder.name}.messages.json", "api_conversation_history.json")
+                if (folder / n).exists())
+    root = json.loads((folder / read).read_text())
+    expected = [f"{read}#{i}" for i in range(len(root["messages"] if isinstance(root, dict) else root))]
     expected += [n for n in _files(folder) if n != read]
     assert sorted(refs, key=str) == sorted(expected)
     assert all(a.what for a in parsed.ledger.entries if a.outcome != "stored")
@@ -217,6 +220,47 @@ def test_a_folder_without_its_ui_messages_is_read_from_the_models_copy(tmp_path:
     inp = cline.gather(task, CursorContext(format="cline"), DirLook())
     assert inp.files == {"api_conversation_history.json": (task / "api_conversation_history.json").read_bytes()}
     assert cline.parse(inp).exchanges == parsed.exchanges
+
+
+def test_a_cline_4_sdk_session_folder_is_read_from_its_messages_and_manifest(tmp_path: Path) -> None:
+    parsed = _parse(SDK)
+    assert [e.user for e in parsed.exchanges] == [
+        "Die Warteschlange verliert Tickets beim Neustart: finde heraus warum und schreib einen Test.",
+        "What about tickets that arrive during the flush?"], "<user_input> unwrapped, <mode_notice> is not theirs"
+    first, second = parsed.exchanges
+    assert first.tools == ("read_files", "run_commands")
+    assert "[tool: read_files] src/queue/store.ts" in first.assistant
+    assert "  -> export class Store { flush() { /* never called on SIGTERM */ } }" in first.assistant
+    assert "[tool: run_commands] npm test -- queue" in first.assistant and "  -> PASS test/queue" in first.assistant
+    assert "check persistence" not in first.assistant, "thinking dropped"
+    assert second.assistant.startswith("They are accepted into a second buffer")
+    assert {(e.session_id, e.agent, e.project) for e in parsed.exchanges} == {
+        (SDK.name, "cline", "/home/dev/work/ticketing")}
+    assert parsed.context.title == "Warteschlange verliert Tickets beim Neustart"
+    # the messages' own ids are their keys when they have them; a grown file keeps the earlier ones
+    root = json.loads((SDK / f"{SDK.name}.messages.json").read_text())
+    for i, msg in enumerate(root["messages"]):
+        msg["id"] = f"msg_{i:03d}"
+    files = _files(SDK)
+    files[f"{SDK.name}.messages.json"] = json.dumps(root).encode()
+    assert [e.key for e in _parse(SDK, files).exchanges] == ["msg_000", "msg_006"]
+    root["messages"] = root["messages"][:4]
+    files[f"{SDK.name}.messages.json"] = json.dumps(root).encode()
+    assert [e.key for e in _parse(SDK, files).exchanges] == ["msg_000"]
+    # found as a folder unit where Cline keeps its sessions, its files read through the Look
+    session = tmp_path / ".cline" / "data" / "sessions" / SDK.name
+    shutil.copytree(SDK, session)
+    (session / "agent_7.messages.json").write_text('{"version": 1, "agent": "subagent", "messages": []}')
+    look = DirLook()
+    assert cline.detect(Probe(entries=tuple(look.entries(session))))
+    assert cline.unit_of(session / f"{SDK.name}.messages.json", look) == session
+    assert cline.unit_of(session / f"{SDK.name}.json", look) == session
+    assert cline.unit_of(session.parent, look) is None
+    inp = cline.gather(session, CursorContext(format="cline"), look)
+    assert set(inp.files) == {f"{SDK.name}.messages.json", f"{SDK.name}.json"}
+    assert cline.parse(inp).exchanges == parsed.exchanges
+    with pytest.raises(NormalizeError, match="half-written"):
+        _parse(SDK, {f"{SDK.name}.messages.json": b'{"version": 1, "messages": [{"role": "us'})
 
 
 def test_ids_survive_rewrites_and_a_grown_task_only_adds_exchanges() -> None:
@@ -297,6 +341,7 @@ def test_it_is_declared_where_each_editor_keeps_it() -> None:
     assert not cline.detect(Probe(entries=("users.json", "channels.json")))
     agents = {p.agent for p in cline.FORMAT.places}
     assert agents == {"Cline", "Roo Code", "Kilo Code", "Cline CLI"}
+    assert any(p.linux == ("~/.cline/data/sessions",) for p in cline.FORMAT.places), "Cline 4's session store"
     for place in cline.FORMAT.places:
         assert place.linux and place.macos and place.windows and place.globs == ("*",)
     vscode = next(p for p in cline.FORMAT.places if p.agent == "Roo Code")
