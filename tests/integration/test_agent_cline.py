@@ -124,3 +124,33 @@ def test_a_task_is_found_where_the_editor_keeps_it_and_a_new_message_stores_only
     daemon.idle()
     assert daemon.call("ping")
     assert _hits(daemon, "Переведи все строки корзины на русский", agent=["roo"])
+
+
+@pytest.mark.timeout(600)
+def test_a_cline_4_session_is_found_in_its_sdk_store_and_a_new_prompt_stores_only_its_exchange(
+        daemon: Daemon, home: Path) -> None:
+    sdk = SAMPLES / "cline_sdk_session" / "1781203311842_k3f9q"
+    sessions = home / ".cline" / "data" / "sessions"
+    session = sessions / sdk.name
+    shutil.copytree(sdk, session)
+    (sessions / "sessions.index.json").write_text(json.dumps({"version": 1, "sessions": [sdk.name]}))
+    messages_path = session / f"{sdk.name}.messages.json"
+    root: dict[str, Any] = json.loads(messages_path.read_text())
+    daemon.start()
+    daemon.idle()
+    hits = daemon.wait_for(lambda: [h for h in _hits(daemon, "Warteschlange verliert Tickets beim Neustart",
+                                                     agent=["cline"]) if h.get("session_id") == sdk.name])
+    assert hits[0]["wing"] == "ticketing"
+    assert len(_drawers(daemon, sdk.name)) == 2
+    word = "zqheronbacklog"
+    root["messages"] += [
+        {"role": "user", "content": [{"type": "text", "text": f'<user_input mode="act">Also drain the {word} '
+                                                             "queue before the flush.</user_input>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "The backlog queue is drained first now."}]}]
+    messages_path.write_text(json.dumps(root, indent=2))  # the SDK writes the whole file again
+    found = daemon.wait_for(lambda: [h for h in _hits(daemon, word) if word in h.get("text", "")], timeout=60)
+    assert [(h["session_id"], h["agent"]) for h in found] == [(sdk.name, "cline")]
+    for indent in (None, 2, 4):  # rewritten again, unchanged: nothing new, nothing twice
+        messages_path.write_text(json.dumps(root, indent=indent))
+    daemon.idle()
+    assert len(_drawers(daemon, sdk.name)) == 3
