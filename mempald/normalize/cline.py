@@ -34,7 +34,7 @@ from mempald.normalize.cline_ui import TaskReader
 from mempald.normalize.common import as_str
 from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
-from mempald.normalize.model import CursorContext, NormalizeError
+from mempald.normalize.model import CursorContext, Exchange, NormalizeError
 
 SOURCE_KIND = "cline"
 UI = "ui_messages.json"
@@ -174,20 +174,34 @@ def parse(inp: Input) -> Parsed:
         read_api(reader, messages, name)
     reader.close()
     ledger = Ledger()
+    out = reader.out
     for other in sorted(files):
-        if other != name:
-            ledger.skipped(other, _SKIPPED.get(other) or _sdk_skip(other, task_id))
+        if other == name:
+            continue
+        if name != UI and other.endswith(SDK_MESSAGES):  # an SDK sub-agent's own messages, beside the session's
+            out += _subagent(reader, other, files[other], len(out), ledger)
+        else:
+            ledger.skipped(other, _SKIPPED.get(other) or ("session manifest" if other == f"{task_id}.json" else
+                                                          "not a task file"))
     ledger.extend(reader.ledger)
     ctx = replace(inp.context, format=SOURCE_KIND, session_id=root or task_id, cwd=cwd, files=len(files))
-    return Parsed(reader.out, ledger, ctx.with_title(reader.title or "", 1))
+    return Parsed(out, ledger, ctx.with_title(reader.title or "", 1))
 
 
-def _sdk_skip(name: str, task_id: str) -> str:
-    if name == f"{task_id}.json":
-        return "session manifest"
-    if name.endswith(SDK_MESSAGES):
-        return "a sub-agent's messages (not read yet)"
-    return "not a task file"
+def _subagent(lead: TaskReader, name: str, data: bytes, start: int, ledger: Ledger) -> list[Exchange]:
+    """A Cline 4 sub-agent's ``<agent id>.messages.json``: its task (written by the lead) opens sub-agent work,
+    in the session of the lead, keyed by the agent's id; a file that does not parse is counted, not read."""
+    root = loads(data)
+    messages = root.get("messages") if isinstance(root, dict) else None
+    if not isinstance(messages, list):
+        ledger.skipped(name, "sub-agent messages not readable (half-written?)")
+        return []
+    sub = TaskReader(lead.session_id, lead.agent, lead.cwd, subtask=True, title=lead.title,
+                     prefix=f"{name[: -len(SDK_MESSAGES)]}:")
+    read_api(sub, messages, name)
+    sub.close()
+    ledger.extend(sub.ledger)
+    return [replace(e, position=start + i) for i, e in enumerate(sub.out)]
 
 
 def root_task(item: dict[str, Any]) -> str:
@@ -246,8 +260,9 @@ def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
     files: dict[str, bytes] = {}
     names = set(look.entries(unit))
     sdk = f"{unit.name}{SDK_MESSAGES}"
-    if sdk in names and UI not in names:  # an SDK session: its messages and manifest
-        for name, cap in ((sdk, MAX_UI), (f"{unit.name}.json", _SMALL)):
+    if sdk in names and UI not in names:  # an SDK session: its messages, its sub-agents' and its manifest
+        subagents = sorted(n for n in names if n.endswith(SDK_MESSAGES) and n != sdk)
+        for name, cap in ((sdk, MAX_UI), (f"{unit.name}.json", _SMALL), *((n, MAX_UI) for n in subagents)):
             data = look.read(unit / name, cap) if name in names else None
             if data is not None:
                 files[name] = data

@@ -129,6 +129,9 @@ def read_api(reader: TaskReader, messages: list[Any], ref_name: str = "api_conve
             continue
         text = "\n".join(as_str(b.get("text")) for b in blocks if b.get("type") == "text")
         words = [w for w in (_NOTICE.sub("", m.group(2)).strip() for m in _WORDS.finditer(_ENV.sub("", text))) if w]
+        if not words and reader.subtask and not reader.out and reader.turn is None and not any(
+                b.get("type") == "tool_result" for b in blocks):
+            words = [w for w in [_ENV.sub("", text).strip()] if w]  # a sub-agent's task, as its lead wrote it
         if words:
             images = sum(1 for b in blocks if b.get("type") == "image")
             opening = "<task>" in text or (not reader.out and reader.turn is None)

@@ -250,7 +250,6 @@ def test_a_cline_4_sdk_session_folder_is_read_from_its_messages_and_manifest(tmp
     # found as a folder unit where Cline keeps its sessions, its files read through the Look
     session = tmp_path / ".cline" / "data" / "sessions" / SDK.name
     shutil.copytree(SDK, session)
-    (session / "agent_7.messages.json").write_text('{"version": 1, "agent": "subagent", "messages": []}')
     look = DirLook()
     assert cline.detect(Probe(entries=tuple(look.entries(session))))
     assert cline.unit_of(session / f"{SDK.name}.messages.json", look) == session
@@ -259,6 +258,21 @@ def test_a_cline_4_sdk_session_folder_is_read_from_its_messages_and_manifest(tmp
     inp = cline.gather(session, CursorContext(format="cline"), look)
     assert set(inp.files) == {f"{SDK.name}.messages.json", f"{SDK.name}.json"}
     assert cline.parse(inp).exchanges == parsed.exchanges
+    # a sub-agent's own messages beside the session's: sub-agent work in the lead's session, never a prompt
+    task = "List every caller of Store.flush in src/ and report them."
+    (session / "agent_7.messages.json").write_text(json.dumps({"version": 1, "agent": "subagent",
+                                                               "sessionId": SDK.name, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": task}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Two callers: src/queue/worker.ts, src/admin.ts."}]},
+    ]}))
+    (session / "agent_8.messages.json").write_text('{"version": 1, "messages": [{"ro')  # being written
+    grown = cline.parse(cline.gather(session, CursorContext(format="cline"), look))
+    assert grown.exchanges[:2] == parsed.exchanges
+    (work,) = grown.exchanges[2:]
+    assert (work.kind, work.user, work.session_id, work.agent) == ("subagent", "", SDK.name, "cline/subagent")
+    assert work.assistant == f"[sub-task] {task}\nTwo callers: src/queue/worker.ts, src/admin.ts."
+    assert work.key == "agent_7:agent_7.messages.json#0" and work.position == 2
+    assert grown.ledger.counts()["skipped: sub-agent messages not readable (half-written?)"] == 1
     with pytest.raises(NormalizeError, match="half-written"):
         _parse(SDK, {f"{SDK.name}.messages.json": b'{"version": 1, "messages": [{"role": "us'})
 
