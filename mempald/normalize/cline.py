@@ -45,7 +45,6 @@ SDK_MESSAGES = ".messages.json"  # Cline 4's SDK session folder: <id>.json (mani
 TASK_FILES = (UI, API, META, ITEM)
 EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo", "kilocode.kilo-code": "kilo"}
 EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
-# (no per-place setting: ``sources.skip = ["cline"]`` turns them all off)
 # the editors' remote servers (SSH, WSL, containers) and Codespaces keep their own globalStorage on Linux
 REMOTE = (".vscode-server", ".cursor-server", ".vscode-remote")
 MAX_UI = 256 << 20  # a task's ui_messages.json larger than this is refused (counted, never half-read)
@@ -69,6 +68,7 @@ def _place(agent: str, ext: str) -> Place:
         globs=("*",))
 
 
+# no per-place setting: ``sources.skip = ["cline"]`` turns them all off
 PLACES = (
     _place("Cline", "saoudrizwan.claude-dev"),
     _place("Roo Code", "rooveterinaryinc.roo-cline"),
