@@ -5,7 +5,8 @@ current directory (``--scope project``). Codex (``--codex``): ``[mcp_servers.mem
 ``$CODEX_HOME/config.toml``. The entry pins, in its ``env``, the location variables a host would drop that this
 palace needs (``mempal.paths.pinned_env``: a non-default data or config directory, an explicit runtime dir or
 socket); with the defaults there is nothing to pin, as the daemon's pointer in the data directory is found from
-HOME alone. ``--read-only`` registers the server in read-only mode.
+HOME alone. ``--read-only`` registers the server in read-only mode. ``--agent cline|roo|kilo``: the extension's
+own MCP settings file instead (``EXTENSION_MCP``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -101,9 +103,64 @@ def install_codex_mcp(command: str, cmd_args: list[str], dry_run: bool, env: dic
     _say(f"mempal MCP for Codex: wrote {path}" + (f" (backup: {saved})" if saved else ""))
 
 
+# Cline, Roo Code and Kilo Code (VS Code extensions, also in Cursor, Windsurf, VSCodium): the MCP settings file in
+# the extension's globalStorage ``settings/`` of every editor that has the extension (VS Code's when none has it
+# yet), and the Cline CLI's ``~/.cline/data/settings/`` when the CLI is there. The user's other servers are kept.
+EXTENSION_MCP = {"cline": ("Cline", "saoudrizwan.claude-dev", "cline_mcp_settings.json"),
+                 "roo": ("Roo Code", "rooveterinaryinc.roo-cline", "mcp_settings.json"),
+                 "kilo": ("Kilo Code", "kilocode.kilo-code", "mcp_settings.json")}
+EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
+
+
+def editor_user_dirs() -> list[Path]:
+    """Each editor's ``User`` folder on this platform (VS Code's first)."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    else:
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [base / editor / "User" for editor in EDITORS]
+
+
+def extension_mcp_paths(agent: str) -> list[Path]:
+    _, ext, name = EXTENSION_MCP[agent]
+    users = editor_user_dirs()
+    found = [u / "globalStorage" / ext / "settings" / name for u in users if (u / "globalStorage" / ext).is_dir()]
+    if agent == "cline" and (Path.home() / ".cline" / "data").is_dir():
+        found.append(Path.home() / ".cline" / "data" / "settings" / name)
+    return found or [users[0] / "globalStorage" / ext / "settings" / name]
+
+
+def install_extension_mcp(agent: str, command: str, cmd_args: list[str], env: dict[str, str], dry_run: bool) -> None:
+    label = EXTENSION_MCP[agent][0]
+    for path in extension_mcp_paths(agent):
+        before = read_json(path)
+        servers = before.get("mcpServers")
+        mine = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        # the user's own settings of our entry (alwaysAllow, autoApprove, timeout...) are kept
+        server: Json = {**(mine if isinstance(mine, dict) else {}), "command": command, "args": cmd_args,
+                        "disabled": False}
+        if env:
+            server["env"] = env
+        change = apply(path, before, merge_server(before, SERVER_NAME, server, path), dry_run=dry_run)
+        report(change, f"mempal MCP for {label}", dry_run=dry_run)
+
+
 def cmd_install_mcp(args: argparse.Namespace) -> int:
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
+    agent = getattr(args, "agent", "claude")
+    if agent in EXTENSION_MCP:
+        try:
+            install_extension_mcp(agent, command, cmd_args, env, args.dry_run)
+        except InstallError as exc:
+            _say(f"mempal: {exc}")
+            return EXIT_ERROR
+        if not args.dry_run:
+            _say(f"{EXTENSION_MCP[agent][0]} reloads its MCP settings file by itself; mempal is listed in its MCP "
+                 "servers view.")
+        return EXIT_OK
     path = claude_mcp_path(args.scope)
     try:
         before = read_json(path)
@@ -129,6 +186,8 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude.json, for every project (default); project: ./.mcp.json")
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
+    p.add_argument("--agent", choices=["claude", *EXTENSION_MCP], default="claude",
+                   help="claude: Claude Code (default); cline, roo, kilo: the extension's MCP settings file")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
     p.set_defaults(func=cmd_install_mcp)

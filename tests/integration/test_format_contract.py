@@ -54,6 +54,11 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "chatgpt": ("chatgpt/conversations.subset.json",),
     "claude_ai": ("repo:tests/fixtures/claude_ai/conversations.json",),
     "slack": ("slack/slackdump_export_2025",),
+    "cline": ("repo:tests/fixtures/cline/cline_vscode_task/1773478931000",
+              "repo:tests/fixtures/cline/roo_parent_task/0195f3a0-1c2d-7e3f-8a9b-0c1d2e3f4a5b",
+              "repo:tests/fixtures/cline/roo_subtask/0195f3c2-7b1e-7a41-9c2e-5d8f6e2a1b07",
+              "repo:tests/fixtures/cline/cline_api_only/1741500000000",
+              "repo:tests/fixtures/cline/cline_sdk_session/1781203311842_k3f9q"),
     "text": (":note.md",),
 }
 
