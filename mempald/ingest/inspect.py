@@ -52,7 +52,8 @@ def _parse(path: Path, source: Source, max_line: int,
         return UNKNOWN, None, {}, 0
     if unit is not None or found.unit == "database":
         where = unit.path if unit is not None else path
-        return found.name, found.parse(gather(where, found, CursorContext(format=found.name))), {}, 0
+        ctx = prepare(where, found, CursorContext(format=found.name))
+        return found.name, found.parse(gather(where, found, ctx)), {}, 0
     ctx = prepare(path, found, CursorContext(format=found.name))
     if found.change == "appended":
         size = path.stat().st_size

@@ -182,10 +182,16 @@ class UnitReader:
         cur = await self.state.get_cursor(str(root))
         if cur and cur.same_folder(n, size, mtime):
             return
-        # a folder is read whole (its context starts afresh); a database from where its context says it was
-        base = cur.context if cur and fmt.unit == "database" else CursorContext(format=fmt.name)
+        # a folder is read whole (its context starts afresh, but for what was found beside it: a sub-task's
+        # parent, its project); a database from where its context says it was
+        if cur and fmt.unit == "database":
+            base = cur.context
+        else:
+            kept = cur.context if cur else CursorContext()
+            base = CursorContext(format=fmt.name, parent=kept.parent, agent_type=kept.agent_type, cwd=kept.cwd)
         try:
-            inp = await anyio.to_thread.run_sync(gather, root, fmt, base)
+            ctx = await anyio.to_thread.run_sync(prepare, root, fmt, base)
+            inp = await anyio.to_thread.run_sync(gather, root, fmt, ctx)
             parsed = await anyio.to_thread.run_sync(fmt.parse, inp)
         except NormalizeError as exc:
             res.error = f"not a {fmt.name} {fmt.unit}: {exc}"

@@ -254,9 +254,6 @@ def unit_of(path: PurePath, look: Look) -> PurePath | None:
 def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
     """The task folder's JSON files: ``ui_messages.json`` whole (up to ``MAX_UI``), the small metadata files,
     and the head of ``api_conversation_history.json`` (its first environment details name the workspace)."""
-    # WORKAROUND (narrow, until the intake calls ``beside`` for folder units too): a folder unit is read with a
-    # fresh context and without its format's ``beside``, so a sub-task's parent is looked up here.
-    ctx = beside(unit, ctx, look)
     files: dict[str, bytes] = {}
     names = set(look.entries(unit))
     sdk = f"{unit.name}{SDK_MESSAGES}"

@@ -73,9 +73,9 @@ def default_roots(settings: Settings, platform: str = sys.platform,
             continue
         for place in fmt.places:
             paths = templates(place, platform)
-            if place.setting:
-                chosen = getattr(settings.sources, place.setting, None)
-                paths = (chosen,) if isinstance(chosen, str) and chosen else ()
+            chosen = getattr(settings.sources, place.setting, None) if place.setting else None
+            if isinstance(chosen, str):  # a [sources] key moves the place, or turns it off ("")
+                paths = (chosen,) if chosen else ()
             for raw in paths:
                 root = expand(raw, env)
                 if root.is_dir():  # as watched folders are: a ~/.claude linked elsewhere owns the paths hooks send

@@ -89,9 +89,15 @@ def status(st: dict[str, Any]) -> str:
     if agents:
         lines.append("  agents:")
         for a in agents:
-            where = "watched" if a.get("watched") else ("found, not watched" if a.get("found") else "not found")
+            if not a.get("found"):
+                continue
+            where = "watched" if a.get("watched") else "found, not watched"
             counts = f" - {a.get('files')} files, {a.get('exchanges')} exchanges" if a.get("watched") else ""
             lines.append(f"    {a.get('agent')}: {a.get('path')} ({where}){counts}")
+        absent = sorted({str(a.get("agent")) for a in agents if not a.get("found")}
+                        - {str(a.get("agent")) for a in agents if a.get("found")})
+        if absent:  # (each is watched for: read as soon as its folder appears; status --json lists the paths)
+            lines.append("    not found (watched for): " + ", ".join(absent))
     lines.append("  sources:")
     for s in st.get("sources", []):
         state = "" if s.get("exists", True) else "  (missing)"

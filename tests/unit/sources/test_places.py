@@ -73,3 +73,15 @@ def test_a_database_units_side_files_belong_to_it(tmp_path: Path) -> None:
             db = tmp_path / fmt.names[0]
             unit = src.unit_of(Path(f"{db}-wal"))
             assert unit is not None and unit.path == db and unit.fmt is fmt
+
+
+def test_every_places_setting_is_a_sources_setting() -> None:
+    """A place's ``setting`` names the ``[sources]`` key that moves it: one that does not exist would be ignored."""
+    from dataclasses import fields
+
+    from mempald.config import SourcesSettings
+
+    keys = {f.name for f in fields(SourcesSettings)}
+    for fmt in registry.FORMATS:
+        for place in fmt.places:
+            assert not place.setting or place.setting in keys, (fmt.name, place.setting)
