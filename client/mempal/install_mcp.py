@@ -102,6 +102,10 @@ def install_codex_mcp(command: str, cmd_args: list[str], dry_run: bool, env: dic
 
 
 def cmd_install_mcp(args: argparse.Namespace) -> int:
+    if getattr(args, "agent", "claude") in ("gemini", "antigravity"):  # their settings files: mempal.install_gemini
+        from mempal.install_gemini import cmd_install_mcp as install_gemini_family
+
+        return install_gemini_family(args)
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
     path = claude_mcp_path(args.scope)
@@ -130,5 +134,7 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
                    help="user: ~/.claude.json, for every project (default); project: ./.mcp.json")
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude",
+                   help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/mcp_config.json")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
     p.set_defaults(func=cmd_install_mcp)
