@@ -46,7 +46,7 @@ import time
 
 from mempal import wirejson
 from mempal.connection import Connection
-from mempal.hook_agents import adapt, agent_of, injection, stop_reply
+from mempal.hook_agents import adapt, agent_of, empty_reply, injection, joined, stop_reply
 from mempal.hook_hung import mark_hung, skip_daemon, timed_out
 from mempal.hook_transcript import await_last_answer
 from mempal.paths import runtime_dir_str
@@ -251,18 +251,13 @@ def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
                 call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
             except Exception:
                 pass
-        return _stop_out({"decision": "block", "reason": ASK_REASON.format(count=count)})
+        return stop_reply(_run.agent, {"decision": "block", "reason": ASK_REASON.format(count=count)})
     if not transcript:
         return None
     saved = call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
     n = saved.get("written") if isinstance(saved, dict) else None
     what = f"{n} drawer(s) written" if isinstance(n, int) and n else "already up to date"
-    return _stop_out({"systemMessage": f"mempal: this session is saved in memory ({what})."})
-
-
-def _stop_out(out: dict[str, Any]) -> str | None:
-    shaped = stop_reply(_run.agent, out)
-    return wirejson.dumps(shaped, ensure_ascii=False) if shaped is not None else None
+    return stop_reply(_run.agent, {"systemMessage": f"mempal: this session is saved in memory ({what})."})
 
 
 def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
@@ -361,6 +356,8 @@ def run(args: list[str], stdin: bytes) -> str | None:
         return None  # hung: skipped until it answers a probe again
     _run.agent = agent = agent_of(args, data)
     adapted = adapt(agent, event, data)
+    if adapted is not None and adapted.pop("wake", False):  # no SessionStart in agy: a first prompt wakes up too
+        return joined([handler(adapted, agent), on_session_start(adapted, agent)])
     return handler(adapted, agent) if adapted is not None else None
 
 
@@ -389,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         out = None
         if os.environ.get("MEMPAL_HOOK_DEBUG"):
             print(f"mempal-hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+    out = out or empty_reply(args)
     if out:
         try:
             sys.stdout.write(out + "\n")

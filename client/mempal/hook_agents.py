@@ -9,7 +9,10 @@
   ``PreInvocation``, which fires before every model call: only the first of a turn is the user's prompt, which is
   not in the input but in the transcript, the last ``USER_INPUT`` step's ``<USER_REQUEST>``). Context goes in
   ``injectSteps: [{ephemeralMessage}]``; ``Stop`` takes ``decision: "continue"`` with a ``reason``, and shows no
-  message of ours.
+  message of ours. Its hook events are ``PreToolUse``, ``PostToolUse``, ``PreInvocation``, ``PostInvocation``
+  and ``Stop``: with no session start, a conversation's first prompt brings the wake-up as well. It reads every
+  hook's stdout as JSON (an empty or broken answer counts as the hook failing), so the hook answers ``{}`` when
+  it has nothing to say, whatever went wrong.
 """
 
 from __future__ import annotations
@@ -53,13 +56,15 @@ def request_text(content: str) -> str:
     return content[:cut].strip()
 
 
-def last_request(path: str) -> str:
-    """The last request the user typed in an Antigravity transcript ("" when none is found)."""
+def last_request(path: str) -> tuple[str, bool]:
+    """The last request the user typed in an Antigravity transcript ("" when none is found), and whether it is
+    the conversation's first."""
     with open(path, "rb") as fh:
         fh.seek(0, 2)
         size = fh.tell()
         fh.seek(max(0, size - TAIL_BYTES))
         tail = fh.read()
+    found: list[str] = []
     for raw in reversed(tail.split(b"\n")):
         if b'"USER_INPUT"' not in raw:
             continue
@@ -69,8 +74,10 @@ def last_request(path: str) -> str:
             continue
         if isinstance(step, dict) and step.get("type") == "USER_INPUT" and \
                 step.get("source", "USER_EXPLICIT") == "USER_EXPLICIT" and isinstance(step.get("content"), str):
-            return request_text(step["content"])
-    return ""
+            found.append(request_text(step["content"]))
+            if len(found) > 1:
+                break
+    return (found[0] if found else ""), len(found) == 1 and size <= TAIL_BYTES
 
 
 def adapt(agent: str, event: str, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -88,7 +95,8 @@ def adapt(agent: str, event: str, data: dict[str, Any]) -> dict[str, Any] | None
         if data.get("invocationNum") not in (None, 0, 1):
             return None  # a later model call of the same turn: the prompt was answered already
         transcript = out.get("transcript_path")
-        out["prompt"] = last_request(transcript) if isinstance(transcript, str) and transcript else ""
+        out["prompt"], out["wake"] = last_request(transcript) if isinstance(transcript, str) and transcript else \
+            ("", False)
     return out
 
 
@@ -101,10 +109,22 @@ def injection(agent: str, event: str, context: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
 
 
-def stop_reply(agent: str, out: dict[str, Any]) -> dict[str, Any] | None:
+def stop_reply(agent: str, out: dict[str, Any]) -> str | None:
     """The stop hook's output (a block asking to save, or a note) as this agent reads it; None: print nothing."""
-    if agent != "antigravity":
-        return out
-    if out.get("decision") == "block":
-        return {"decision": "continue", "reason": out.get("reason", "")}
-    return None
+    if agent == "antigravity":
+        if out.get("decision") != "block":
+            return None
+        out = {"decision": "continue", "reason": out.get("reason", "")}
+    return wirejson.dumps(out, ensure_ascii=False)
+
+
+def joined(outputs: list[str | None]) -> str | None:
+    """Antigravity answers (``injectSteps``) made one: the steps of each, in order."""
+    steps = [step for out in outputs if out for step in wirejson.loads(out).get("injectSteps", [])]
+    return wirejson.dumps({"injectSteps": steps}, ensure_ascii=False) if steps else None
+
+
+def empty_reply(args: list[str]) -> str | None:
+    """What the hook prints when it has nothing to say: ``{}`` for Antigravity (it takes no output as a failed
+    hook), nothing for the others."""
+    return "{}" if "--agent" in args and "antigravity" in args[args.index("--agent") + 1:][:1] else None

@@ -9,8 +9,9 @@ idempotent; a backup before a change; atomic writes; ``--dry-run``). Stdlib only
   ``SessionEnd`` (ask for the session's ingest, at once).
 - **Antigravity CLI** reads its customizations from ``~/.gemini/config/`` (``--scope project``: ``./.agents/``):
   ``mcp_config.json`` (``mcpServers.mempal``, no ``type``) and ``hooks.json``, which maps a hook's name to its
-  events: ours is ``mempal``, with ``SessionStart`` (wake-up), ``PreInvocation`` (recall, on a turn's first model
-  call) and ``Stop`` (save); timeouts in seconds.
+  events: ours is ``mempal``, with ``PreInvocation`` (recall, on a turn's first model call; on a conversation's
+  first, the wake-up too: agy has no session-start event) and ``Stop`` (save); timeouts in seconds. Only events
+  agy knows are written (``PreToolUse``, ``PostToolUse``, ``PreInvocation``, ``PostInvocation``, ``Stop``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ HOOK_NAME = "mempal"  # our entry in Antigravity's hooks.json
 # event -> (mempal-hook event, timeout: milliseconds for Gemini CLI, seconds for Antigravity CLI)
 GEMINI_HOOKS = {"SessionStart": ("session-start", 15000), "BeforeAgent": ("prompt", 10000),
                 "AfterAgent": ("stop", 30000), "PreCompress": ("precompact", 5000), "SessionEnd": ("session-end", 5000)}
-ANTIGRAVITY_HOOKS = {"SessionStart": ("session-start", 15), "PreInvocation": ("prompt", 10), "Stop": ("stop", 30)}
+ANTIGRAVITY_HOOKS = {"PreInvocation": ("prompt", 15), "Stop": ("stop", 30)}
 EXIT_OK = 0
 EXIT_ERROR = 1
 

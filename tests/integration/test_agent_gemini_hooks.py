@@ -25,10 +25,10 @@ def gemini(event: str, **kw: object) -> dict[str, object]:
     return out
 
 
-def agy_transcript(folder: Path, prompt: str) -> Path:
+def agy_transcript(folder: Path, prompt: str, first: bool = False) -> Path:
     logs = folder / "brain" / CID / ".system_generated" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    path = logs / "transcript.jsonl"
+    path = logs / "transcript_full.jsonl"
     steps = [{"step_index": 0, "source": "USER_EXPLICIT", "type": "USER_INPUT", "status": "DONE",
               "created_at": "2026-07-08T10:00:00Z", "content": "<USER_REQUEST>\nan earlier question\n</USER_REQUEST>"},
              {"step_index": 1, "source": "MODEL", "type": "PLANNER_RESPONSE", "status": "DONE",
@@ -37,7 +37,7 @@ def agy_transcript(folder: Path, prompt: str) -> Path:
               "created_at": "2026-07-08T10:01:00Z",
               "content": f"<USER_REQUEST>\n{prompt}\n</USER_REQUEST>\n<ADDITIONAL_METADATA>\nThe current local time "
                          "is: 2026-07-08T12:01:00+02:00.\n</ADDITIONAL_METADATA>"}]
-    path.write_text("".join(json.dumps(s) + "\n" for s in steps))
+    path.write_text("".join(json.dumps(s) + "\n" for s in steps[2 if first else 0:]))
     return path
 
 
@@ -98,14 +98,19 @@ def test_antigravity_pre_invocation_recalls_for_the_prompt_in_the_transcript(liv
     ctx = step["ephemeralMessage"]
     assert ctx.startswith(INJECT_OPEN + ' id="') and ctx.endswith(INJECT_CLOSE) and strip_injected(ctx) == ""
     assert "mix phx.server doesnt seem to start" in ctx
-    # later model calls of the same turn inject nothing; neither does a turn whose request is unrelated
+    assert "wing spotter" not in ctx  # not the conversation's first prompt: no wake-up
+    # later model calls of the same turn add nothing (agy reads "{}" as "nothing to add")
     later, _ = hook(live.env, "prompt", agy(transcript, invocationNum=2), "--agent", "antigravity")
-    assert (later.returncode, later.stdout) == (0, "")
+    assert (later.returncode, later.stdout) == (0, "{}\n")
     other = agy_transcript(tmp_path / "other", "what is the capital of France?")
     res, _ = hook(live.env, "prompt", agy(other, invocationNum=1, conversationId="c-2"))  # found by its shape
     assert (res.returncode, res.stdout) == (0, "")
-    res, _ = hook(live.env, "session-start", agy(transcript), "--agent", "antigravity")
-    assert "wing spotter" in json.loads(res.stdout)["injectSteps"][0]["ephemeralMessage"]
+    # agy has no session start: a conversation's first prompt brings the wake-up after the recalled memories
+    first = agy_transcript(tmp_path / "first", RELEVANT, first=True)
+    res, _ = hook(live.env, "prompt", agy(first, invocationNum=1, conversationId="c-3"), "--agent", "antigravity")
+    steps = [s["ephemeralMessage"] for s in json.loads(res.stdout)["injectSteps"]]
+    assert len(steps) == 2 and "mix phx.server doesnt seem to start" in steps[0] and "wing spotter" in steps[1]
+    assert all(strip_injected(s) == "" for s in steps)
 
 
 @pytest.mark.timeout(240)
@@ -113,10 +118,10 @@ def test_antigravity_stop_and_bad_input_fail_open(live: Daemon, tmp_path: Path) 
     transcript = agy_transcript(tmp_path, "anything")
     for _ in range(3):  # stop_every=2: the second saves; agy shows no message of ours
         res, _ = hook(live.env, "stop", agy(transcript, terminationReason="NO_TOOL_CALL"), "--agent", "antigravity")
-        assert (res.returncode, res.stdout) == (0, ""), res.stderr
+        assert (res.returncode, res.stdout) == (0, "{}\n"), res.stderr
     for event, stdin in (("prompt", json.dumps(agy(tmp_path / "missing.jsonl", invocationNum=1))),
                          ("prompt", json.dumps({"conversationId": 7, "transcriptPath": None})),
                          ("prompt", "not json"), ("session-end", "[1]"), ("stop", "{")):
-        for agent in ("gemini", "antigravity"):
+        for agent, nothing in (("gemini", ""), ("antigravity", "{}\n")):
             res, _ = hook(live.env, event, stdin, "--agent", agent)
-            assert (res.returncode, res.stdout) == (0, ""), (event, stdin, agent, res.stderr)
+            assert (res.returncode, res.stdout) == (0, nothing), (event, stdin, agent, res.stderr)

@@ -12,7 +12,7 @@ from tests.unit.client.test_install import mempal
 
 GEMINI_EVENTS = {"SessionStart": "session-start", "BeforeAgent": "prompt", "AfterAgent": "stop",
                  "PreCompress": "precompact", "SessionEnd": "session-end"}
-ANTIGRAVITY_EVENTS = {"SessionStart": "session-start", "PreInvocation": "prompt", "Stop": "stop"}
+ANTIGRAVITY_EVENTS = {"PreInvocation": "prompt", "Stop": "stop"}  # the events agy has (no session start)
 GEMINI_THEIRS: dict[str, Any] = {
     "general": {"vimMode": True, "preferredEditor": "code"},
     "security": {"auth": {"selectedType": "oauth-personal"}},
