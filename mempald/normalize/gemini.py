@@ -287,6 +287,9 @@ def parse(inp: Input) -> Parsed:
         messages = checkpoint_messages(root)
     elif root is None:
         log = jsonl_messages(inp.data, ledger)
+        if log is None and _cut(inp.data):  # the CLI is writing it: nothing read now, all of it once it changes
+            ledger.skipped("document", "incomplete JSON (cut while being written)")
+            return Parsed([], ledger, replace(inp.context, format=SOURCE_KIND))
         if log is None:
             raise NormalizeError(f"{inp.name or 'document'}: not a Gemini CLI chat")
         session_id, messages, kind = log.session_id or stem, log.messages, log.kind
@@ -302,6 +305,13 @@ def parse(inp: Input) -> Parsed:
             reader.message(m, m.body)
     reader.close()
     return Parsed(reader.out, reader.ledger, reader.ctx)
+
+
+def _cut(data: bytes) -> bool:
+    """A session object or checkpoint array whose end is missing (Gemini CLI rewrites the file in place)."""
+    head = data[:4096].decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    return (head.startswith("{") and '"sessionId"' in head and '"projectHash"' in head) or \
+        re.match(r'\[\s*\{\s*"role"\s*:\s*"(?:user|model)"', head) is not None
 
 
 def parse_document(data: bytes, name: str = "") -> list[Exchange]:

@@ -94,3 +94,17 @@ def test_the_project_folder_behind_the_chat(tmp_path: Path) -> None:
     (gem / "tmp" / "app" / ".project_root").write_text("/srv/app\n")
     assert project_folder(chat, look) == "/srv/app"
     assert project_folder(PurePath("/elsewhere/notes.json"), look) == ""
+
+
+def test_a_session_cut_while_the_cli_writes_it_reads_nothing_now_and_all_of_it_later() -> None:
+    whole = _session(5)
+    for cut in (len(whole) // 3, len(whole) - 2):
+        parsed = gemini.parse(Input(name="session-x.json", data=whole[:cut], context=CursorContext(format="gemini")))
+        assert parsed.exchanges == [] and parsed.context.format == "gemini"  # never read as plain text
+        [entry] = parsed.ledger.entries
+        assert entry.outcome == "skipped" and "incomplete JSON" in entry.what
+    assert len(_parse(whole)) == 5
+    checkpoint = json.dumps([{"role": "user", "parts": [{"text": "привет"}]},
+                             {"role": "model", "parts": [{"text": "ок"}]}])
+    cut = gemini.parse(Input(name="checkpoint-a.json", data=checkpoint[:30].encode()))
+    assert cut.exchanges == []
