@@ -223,14 +223,6 @@ def detect(probe: Probe) -> bool:
         re.match(r'\{\s*"step_index"\s*:', probe.text) is not None
 
 
-def unit_of(path: PurePath, look: Look) -> PurePath | None:
-    """The transcript read for a changed one: ``transcript.jsonl`` is not read where ``transcript_full.jsonl``
-    (the same steps, never cut back) lies beside it."""
-    if path.name == CUT and look.is_file(path.with_name(FULL)):
-        return None
-    return path
-
-
 def _root(path: PurePath) -> PurePath | None:
     """``~/.gemini/antigravity-cli`` of a transcript at ``<root>/brain/<id>/.system_generated/logs/``."""
     parents = list(path.parents)
@@ -256,11 +248,11 @@ def beside(path: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
 _GLOBS = (f"brain/*/.system_generated/logs/{FULL}", f"brain/*/.system_generated/logs/{CUT}")
 PLACES = (
     Place("Antigravity CLI", linux=("~/.gemini/antigravity-cli",), macos=("~/.gemini/antigravity-cli",),
-          windows=("%USERPROFILE%/.gemini/antigravity-cli",), globs=_GLOBS, setting="antigravity_cli"),
+          windows=("%USERPROFILE%/.gemini/antigravity-cli",), globs=_GLOBS),
     Place("Antigravity", linux=("~/.gemini/antigravity",), macos=("~/.gemini/antigravity",),
-          windows=("%USERPROFILE%/.gemini/antigravity",), globs=_GLOBS, setting="antigravity"),
+          windows=("%USERPROFILE%/.gemini/antigravity",), globs=_GLOBS),
 )
 
 FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), places=PLACES, ids="message",
-                unit_of=unit_of, beside=beside,
+                agent=AGENT, beside=beside,
                 summary="Antigravity CLI conversations (~/.gemini/antigravity-cli/brain)")

@@ -38,6 +38,7 @@ from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.format import Format, Input, Parsed, Place, Probe, loads
+from mempald.normalize.gemini_beside import beside
 from mempald.normalize.gemini_log import Message, checkpoint_messages, jsonl_messages, session_messages
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, NormalizeError, strip_injected
@@ -340,12 +341,12 @@ def detect(probe: Probe) -> bool:
 
 # ~/.gemini/tmp/<project>/chats/session-*.json[l] (<project>: the short name ~/.gemini/projects.json gives the
 # folder in current releases, sha256 of its path before), a sub-agent's chat one folder deeper, and the /chat save
-# checkpoints beside chats/. (GEMINI_CLI_HOME moves ~/.gemini: a watch names that root.)
+# checkpoints beside chats/. (GEMINI_CLI_HOME moves ~/.gemini: a watch names that root; sources.skip = ["gemini"]
+# turns it off.)
 PLACES = (Place("Gemini CLI", linux=("~/.gemini/tmp",), macos=("~/.gemini/tmp",),
                 windows=("%USERPROFILE%/.gemini/tmp",),
                 globs=("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/session-*.json",
-                       "*/chats/*/session-*.jsonl", "*/checkpoint-*.json"),
-                setting="gemini_tmp"),)
+                       "*/chats/*/session-*.jsonl", "*/checkpoint-*.json")),)
 
-FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"),
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"), beside=beside, agent=AGENT,
                 summary="Gemini CLI chats and /chat save checkpoints (~/.gemini/tmp)", places=PLACES, ids="message")

@@ -147,16 +147,13 @@ def test_answers_before_any_prompt_are_kept_without_a_prompt() -> None:
     assert only.user == "" and "[tool: list_dir] /home/dev/api\n  -> a.py" in only.assistant
 
 
-def test_the_project_comes_from_history_and_the_cut_transcript_yields_to_the_full_one(tmp_path: Path) -> None:
+def test_the_project_comes_from_history(tmp_path: Path) -> None:
     root = tmp_path / ".gemini" / "antigravity-cli"
     logs = root / "brain" / CID / ".system_generated" / "logs"
     logs.mkdir(parents=True)
-    full, cut = logs / "transcript_full.jsonl", logs / "transcript.jsonl"
-    cut.write_bytes(SAMPLE.read_bytes())
-    look = DirLook()
-    assert antigravity.unit_of(cut, look) == cut  # alone, the cut transcript is the unit
+    full = logs / "transcript_full.jsonl"
     full.write_bytes(SAMPLE.read_bytes())
-    assert antigravity.unit_of(cut, look) is None and antigravity.unit_of(full, look) == full
+    look = DirLook()
     ctx = CursorContext(format="antigravity")
     assert antigravity.beside(full, ctx, look) == ctx  # no history.jsonl yet: no project, no error
     (root / "history.jsonl").write_bytes((ROOT / "history.jsonl").read_bytes() + b'{"display":"half')
