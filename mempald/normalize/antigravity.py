@@ -18,8 +18,10 @@ Each line is one step ``{step_index, source, type, status, created_at, content?,
 - ``CONVERSATION_HISTORY``, ``CHECKPOINT``, ``KNOWLEDGE_ARTIFACTS`` and the like are context the harness put back:
   never a prompt, skipped.
 
-One exchange per prompt, keyed by the prompt's ``step_index`` (stable whichever of the two files, and however
-much of it, is read). The conversation id is the ``brain/<id>`` folder; the project is the ``workspace`` that
+One exchange per prompt, keyed by the prompt's ``step_index``: the same drawers whichever of the two files, and
+however much of it, is read. Answers at the head of ``transcript.jsonl`` whose prompt was cut away at a
+checkpoint are skipped there (the exchange is whole in ``transcript_full.jsonl`` and in earlier reads). The
+conversation id is the ``brain/<id>`` folder; the project is the ``workspace`` that
 ``~/.gemini/antigravity-cli/history.jsonl`` records for it (read beside the unit: ``beside``).
 """
 
@@ -96,6 +98,7 @@ class _Reader:
         self.out: list[Exchange] = []
         self.ledger = Ledger()
         self.turn: dict[str, Any] | None = None
+        self.cut = PurePosixPath(inp.name.replace("\\", "/")).name == CUT  # a head without its prompt: a fragment
 
     def close(self) -> None:
         turn, self.turn = self.turn, None
@@ -160,6 +163,9 @@ class _Reader:
             step.get("tool_calls"), list) else []
         text = strip_injected(content).strip()
         if self.turn is None:
+            if self.cut and not self.out:
+                self.ledger.skipped(line.offset, "answer whose prompt was cut back at a checkpoint")
+                return
             if not text and not calls:
                 self.ledger.skipped(line.offset, "thinking only" if step.get("thinking") else "empty")
                 return

@@ -128,6 +128,15 @@ def test_a_transcript_cut_back_at_a_checkpoint_keeps_the_step_keys() -> None:
                    _step(3, "PLANNER_RESPONSE", "two")])
     a, b = _parse(full.encode()), _parse(cut.encode())
     assert [(e.key, e.render()) for e in b.exchanges] == [(e.key, e.render()) for e in a.exchanges[1:]]
+    # cut in the middle of an exchange: transcript.jsonl opens with answers whose prompt is gone, which are a
+    # fragment of the exchange transcript_full.jsonl holds whole (the same drawer ids from either file)
+    mid = "".join([_step(0, "CHECKPOINT", "summary", source="SYSTEM"), _step(1, "PLANNER_RESPONSE", "one"),
+                   _ask(2, "second"), _step(3, "PLANNER_RESPONSE", "two")])
+    name = str(SAMPLE.with_name("transcript.jsonl"))
+    c = _parse(mid.encode(), name=name)
+    assert [(e.key, e.render()) for e in c.exchanges] == [(e.key, e.render()) for e in a.exchanges[1:]]
+    assert "answer whose prompt was cut back at a checkpoint" in {x.what for x in c.ledger.entries}
+    assert [e.user for e in _parse(mid.encode()).exchanges] == ["", "second"]  # the full transcript keeps it
 
 
 def test_a_half_written_or_unknown_line_is_skipped_and_nothing_earlier_is_lost() -> None:

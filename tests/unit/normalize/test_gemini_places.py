@@ -108,3 +108,16 @@ def test_a_session_cut_while_the_cli_writes_it_reads_nothing_now_and_all_of_it_l
                              {"role": "model", "parts": [{"text": "ок"}]}])
     cut = gemini.parse(Input(name="checkpoint-a.json", data=checkpoint[:30].encode()))
     assert cut.exchanges == []
+
+
+def test_the_format_reads_the_project_beside_the_chat(tmp_path: Path) -> None:
+    gem = tmp_path / ".gemini"
+    chat = gem / "tmp" / "app" / "chats" / "session-2026-03-02T10-00-5b1c2d3e.json"
+    chat.parent.mkdir(parents=True)
+    chat.write_bytes(_session(2))
+    (gem / "projects.json").write_text(json.dumps({"projects": {"/home/dev/app": "app"}}))
+    assert gemini.FORMAT.beside is not None
+    ctx = gemini.FORMAT.beside(chat, CursorContext(format="gemini"), DirLook())
+    assert ctx.cwd == "/home/dev/app"
+    parsed = gemini.parse(Input(name=str(chat), data=chat.read_bytes(), context=ctx))
+    assert {e.project for e in parsed.exchanges} == {"/home/dev/app"}
