@@ -13,6 +13,7 @@ from mempald.normalize import gemini, registry
 from mempald.normalize.format import Input
 from mempald.normalize.gemini_project import project_dir, project_folder
 from mempald.normalize.model import CursorContext
+from tests.conftest import REPO
 from tests.unit.normalize.test_antigravity import DirLook
 
 
@@ -121,3 +122,20 @@ def test_the_format_reads_the_project_beside_the_chat(tmp_path: Path) -> None:
     assert ctx.cwd == "/home/dev/app"
     parsed = gemini.parse(Input(name=str(chat), data=chat.read_bytes(), context=ctx))
     assert {e.project for e in parsed.exchanges} == {"/home/dev/app"}
+
+
+def test_a_checkpoint_in_the_current_shape_is_read_like_the_legacy_array() -> None:
+    path = REPO / "tests" / "fixtures" / "gemini" / "checkpoint-importer.json"
+    data = path.read_bytes()
+    assert registry.detect_file(data[: registry.HEAD_BYTES], path.name) is gemini.FORMAT
+    assert registry.detect_file(data[:300], path.name) is gemini.FORMAT  # a head cut anywhere
+    parsed = gemini.parse(Input(name=str(path), data=data, context=CursorContext(format="gemini")))
+    assert [e.user for e in parsed.exchanges] == ["почему импортёр повторяет запрос три раза?",
+                                                  "run the importer tests"]
+    assert {e.cwd for e in parsed.exchanges} == {"/home/dev/okapi"}  # from the setup context, which is no prompt
+    assert "[tool: read_file] /home/dev/okapi/importer.py\n  -> RETRIES = 3" in parsed.exchanges[0].assistant
+    assert "  -> error: Command exited with code 1" in parsed.exchanges[1].assistant
+    assert [a.ref for a in parsed.ledger.entries] == [f"history[{i}]" for i in range(10)]
+    legacy = json.dumps(json.loads(data)["history"]).encode()
+    again = gemini.parse(Input(name=str(path), data=legacy, context=CursorContext(format="gemini")))
+    assert [(e.key, e.render()) for e in again.exchanges] == [(e.key, e.render()) for e in parsed.exchanges]
