@@ -68,6 +68,9 @@ def test_gemini_cli_session_rewritten_is_found_once_by_search_and_by_the_hook(da
     daemon.start()
     hits, _ = _found(daemon, words[0])
     assert hits[0]["agent"] == "gemini" and hits[0]["wing"] == "okapi", hits[0]
+    agents = {a["agent"]: a for a in daemon.call("status")["agents"]}
+    assert agents["Gemini CLI"]["found"] and agents["Gemini CLI"]["watched"], agents
+    assert not agents["Antigravity CLI"]["found"]  # listed where it would be, not installed here
     # the CLI rewrites the whole file as the session grows: a hundred rewrites, two new prompts among them
     for n in range(100):
         if n == 40:
@@ -123,6 +126,9 @@ def test_antigravity_cli_conversation_appended_is_found_once_by_search_and_by_th
     daemon.start()
     hits, _ = _found(daemon, words[0])
     assert hits[0]["agent"] == "antigravity" and hits[0]["wing"] == "okapi", hits[0]
+    seen = daemon.call("inspect", {"path": str(full), "counts_only": True})  # the unit, every record accounted for
+    assert (seen["format"], seen["records"], sum(seen["accounted"].values())) == ("antigravity", 3, 3)
+    assert [e["wing"] for e in seen["exchanges"]] == ["okapi"]
     more = _ask(3, f"and where is the {words[1]} backoff configured?") + _step(
         4, "PLANNER_RESPONSE", "In settings.py, BACKOFF_S.", thinking="look it up")
     t0 = time.monotonic()
