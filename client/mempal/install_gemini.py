@@ -6,7 +6,9 @@ idempotent; a backup before a change; atomic writes; ``--dry-run``). Stdlib only
   set; ``--scope project``: ``./.gemini/settings.json``): ``mcpServers.mempal`` and, in ``hooks``, one group per
   event, Claude Code's shape with timeouts in milliseconds: ``SessionStart`` (wake-up), ``BeforeAgent`` (recall
   for the prompt), ``AfterAgent`` (the stop hook: save every ``hooks.stop_every`` turns), ``PreCompress`` and
-  ``SessionEnd`` (ask for the session's ingest, at once).
+  ``SessionEnd`` (ask for the session's ingest, at once). Hooks run unless the settings turn them off
+  (``hooksConfig.enabled: false``, or ``hooks.enabled`` in earlier releases) or name one in ``disabled``: said
+  after the install.
 - **Antigravity CLI** reads its customizations from ``~/.gemini/config/`` (``--scope project``: ``./.agents/``):
   ``mcp_config.json`` (``mcpServers.mempal``, no ``type``) and ``hooks.json``, which maps a hook's name to its
   events: ours is ``mempal``, with ``PreInvocation`` (recall, on a turn's first model call; on a conversation's
@@ -109,6 +111,24 @@ def without_hooks(agent: str, config: Json, path: Path) -> Json:
     return out
 
 
+def gemini_advice(config: Json) -> list[str]:
+    """What stops Gemini CLI from running the hooks just installed: the kill switch, or ours named disabled."""
+    out: list[str] = []
+    for where in ("hooksConfig", "hooks"):
+        policy = config.get(where)
+        if not isinstance(policy, dict):
+            continue
+        if policy.get("enabled") is False:
+            out.append(f'warning: Gemini CLI hooks are turned off ("{where}": {{"enabled": false}}); set it to true, '
+                       "then restart Gemini CLI")
+        disabled = policy.get("disabled")
+        ours = sorted(n for n in disabled if isinstance(n, str) and n.startswith("mempal-")) \
+            if isinstance(disabled, list) else []
+        if ours:
+            out.append(f'warning: "{where}.disabled" turns off {", ".join(ours)}; remove them to use them')
+    return out
+
+
 def install_mcp(agent: str, scope: str, dry_run: bool) -> Change:
     path = mcp_path(agent, scope)
     before = read_json(path)
@@ -155,4 +175,7 @@ def cmd_hooks(args: argparse.Namespace, install: bool) -> int:
     report(change, "mempal hooks" if install else "mempal hooks removed", dry_run=args.dry_run)
     if install and change.changed and not args.dry_run:
         _say(f"{NAMES[args.agent]} reads hooks at startup: restart it.")
+    if install and args.agent == "gemini":
+        for line in gemini_advice(read_json(change.path) if change.path.exists() else {}):
+            _say(line)
     return EXIT_OK

@@ -128,3 +128,18 @@ def test_broken_or_foreign_files_are_refused_and_left_alone(home: Path) -> None:
     assert res.returncode == 1 and "not mempal's" in res.stderr
     assert mempal("uninstall-hooks", "--agent", "antigravity").returncode == 0
     assert hooks.read_text() == text
+
+
+def test_gemini_hooks_turned_off_in_the_settings_are_named(home: Path) -> None:
+    settings = home / ".gemini" / "settings.json"
+    _write(settings, {"hooksConfig": {"enabled": False, "disabled": ["mempal-prompt", "theirs"]}})
+    res = mempal("install-hooks", "--agent", "gemini")
+    assert res.returncode == 0, res.stderr
+    assert '"hooksConfig": {"enabled": false}' in res.stderr and "turns off mempal-prompt" in res.stderr
+    after = json.loads(settings.read_text())
+    assert after["hooksConfig"] == {"enabled": False, "disabled": ["mempal-prompt", "theirs"]}  # theirs to change
+    assert set(_handlers(after, GEMINI_EVENTS)) == set(GEMINI_EVENTS)
+    quiet = mempal("install-hooks", "--agent", "gemini")
+    assert "warning" in quiet.stderr  # said again while it holds
+    _write(settings, {"hooksConfig": {"enabled": True}})
+    assert "warning" not in mempal("install-hooks", "--agent", "gemini").stderr
