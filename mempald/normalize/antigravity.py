@@ -22,7 +22,8 @@ One exchange per prompt, keyed by the prompt's ``step_index``: the same drawers 
 however much of it, is read. Answers at the head of ``transcript.jsonl`` whose prompt was cut away at a
 checkpoint are skipped there (the exchange is whole in ``transcript_full.jsonl`` and in earlier reads). The
 conversation id is the ``brain/<id>`` folder; the project is the ``workspace`` that
-``~/.gemini/antigravity-cli/history.jsonl`` records for it (read beside the unit: ``beside``).
+``~/.gemini/antigravity-cli/history.jsonl`` records for it (read beside the unit: ``beside``), else the first
+working directory a command ran in (``run_command``'s ``Cwd``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ _FILE_KEYS = ("AbsolutePath", "TargetFile", "File")
 _CONTEXT_TYPES = frozenset({"CONVERSATION_HISTORY", "CHECKPOINT", "KNOWLEDGE_ARTIFACTS", "EPHEMERAL_MESSAGE",
                             "USER_SETTINGS_CHANGE"})
 _NOTES = {"ERROR_MESSAGE": "error", "SYSTEM_MESSAGE": "system"}
+_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:[\\/])")
 _STAMPS = re.compile(r"\A(?:\s*(?:Created|Completed) At: \S+\s*\n)+")  # the head of every tool result
 
 
@@ -177,6 +179,9 @@ class _Reader:
         for call in calls:
             name = _s(call.get("name")) or "tool"
             args = _args(call.get("args", call.get("arguments")))
+            cwd = args.get("Cwd")
+            if not self.ctx.cwd and isinstance(cwd, str) and _ABSOLUTE.match(cwd):
+                self.ctx = replace(self.ctx, cwd=cwd)  # no workspace recorded: the session's first cwd
             turn["tools"].append(name)
             turn["reply"].append(f"[tool: {name}] {one_line(_arg(args), MAX_ARG)}".rstrip())
             if name in _FILE_TOOLS:

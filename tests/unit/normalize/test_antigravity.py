@@ -180,3 +180,13 @@ def test_places_cover_each_platform() -> None:
     assert cli.windows == ("%USERPROFILE%/.gemini/antigravity-cli",)
     assert all(PurePath("brain/x/.system_generated/logs/transcript_full.jsonl").match(g) or "transcript.jsonl" in g
                for g in cli.globs)
+
+
+def test_without_a_recorded_workspace_the_first_command_directory_is_the_project() -> None:
+    parsed = _parse(SAMPLE.read_bytes())  # no history.jsonl read: the run_command's Cwd names the project
+    assert {e.project for e in parsed.exchanges} == {"/home/dev/api"} and parsed.context.cwd == "/home/dev/api"
+    call = {"name": "run_command", "args": {"CommandLine": '"dir"', "Cwd": '"C:\\\\work\\\\api"'}}
+    win = _parse((_ask(0, "list it") + _step(1, "PLANNER_RESPONSE", "", tool_calls=[call])).encode())
+    assert win.exchanges[0].project == "C:\\work\\api"
+    ctx = CursorContext(format="antigravity", cwd="/srv/from-history")
+    assert {e.project for e in _parse(SAMPLE.read_bytes(), ctx=ctx).exchanges} == {"/srv/from-history"}
