@@ -1,6 +1,7 @@
 """Antigravity CLI (``agy``) conversations: ``~/.gemini/antigravity-cli/brain/<conversation id>/.system_generated/
 logs/transcript_full.jsonl`` (every step) and ``transcript.jsonl`` (the same steps, cut back at a checkpoint),
-appended as the agent works. The Antigravity app keeps the same files under ``~/.gemini/antigravity/brain/``.
+appended as the agent works. The Antigravity app keeps the same files under ``~/.gemini/antigravity/brain/``
+(``~/.gemini/antigravity-ide/brain/`` for some installs).
 
 Each line is one step ``{step_index, source, type, status, created_at, content?, thinking?, tool_calls?}``:
 
@@ -262,6 +263,8 @@ PLACES = (
           windows=("%USERPROFILE%/.gemini/antigravity-cli",), globs=_GLOBS),
     Place("Antigravity", linux=("~/.gemini/antigravity",), macos=("~/.gemini/antigravity",),
           windows=("%USERPROFILE%/.gemini/antigravity",), globs=_GLOBS),
+    Place("Antigravity IDE", linux=("~/.gemini/antigravity-ide",), macos=("~/.gemini/antigravity-ide",),
+          windows=("%USERPROFILE%/.gemini/antigravity-ide",), globs=_GLOBS),
 )
 
 FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), places=PLACES, ids="message",
