@@ -1,4 +1,5 @@
-"""``mempal-hook EVENT [--agent claude|codex]``: the hook commands Claude Code and Codex run.
+"""``mempal-hook EVENT [--agent claude|codex|gemini|antigravity]``: the hook commands the agents run (what
+differs for Gemini CLI and Antigravity CLI, their input and output shapes, is in ``mempal.hook_agents``).
 
 EVENT is one of:
 - ``prompt`` (UserPromptSubmit): delivers this agent's cowork inbox for the cwd and, when enabled, the few
@@ -10,8 +11,8 @@ EVENT is one of:
   decisions through the MCP ``ingest`` tool (never when ``stop_hook_active``: no loops). Claude Code writes the
   transcript asynchronously: the input's ``last_assistant_message`` is waited for in the transcript
   (``mempal.hook_transcript``) before the ingest, so the last answer is never missing from it;
-- ``precompact`` (PreCompact): asks for the transcript's ingest (a notification, no reply awaited) and returns
-  at once, printing nothing: ``/compact`` is never held up;
+- ``precompact`` (PreCompact; ``session-end``, Gemini's SessionEnd): asks for the transcript's ingest (a
+  notification, no reply awaited) and returns at once, printing nothing: ``/compact`` is never held up;
 - ``postcompact`` (PostCompact): stores the input's ``compact_summary`` with its session (``compact_summary``);
 - ``file`` (PreToolUse, matcher ``Read|Edit|Write|MultiEdit|NotebookEdit``): the file gate. The first time a
   session touches a file, the most important and recent earlier exchanges whose tool calls touched it (the
@@ -44,6 +45,7 @@ import time
 
 from mempal import wirejson
 from mempal.connection import Connection
+from mempal.hook_agents import adapt, agent_of, empty_reply, injection, joined, stop_reply
 from mempal.hook_hung import mark_hung, skip_daemon, timed_out
 from mempal.hook_rules import rule_handler
 from mempal.hook_transcript import await_last_answer
@@ -66,10 +68,10 @@ INJECT_CLOSE = "</mempal-context>"
 MAX_CONTEXT_CHARS = 9000
 
 EVENTS = {"prompt": "UserPromptSubmit", "session-start": "SessionStart", "stop": "Stop", "precompact": "PreCompact",
-          "postcompact": "PostCompact", "file": "PreToolUse", "rule": "PreToolUse"}
+          "postcompact": "PostCompact", "file": "PreToolUse", "rule": "PreToolUse", "session-end": "SessionEnd"}
 # Hard deadline per event, in seconds: always below the timeout install-hooks writes (hooks/settings.json).
 DEADLINES = {"prompt": 4.0, "session-start": 8.0, "stop": 25.0, "precompact": 2.0, "postcompact": 8.0,
-             "file": 3.0, "rule": 2.0}
+             "file": 3.0, "rule": 2.0, "session-end": 2.0}
 RECALL_TIMEOUT = 3.0
 RECALL_BUDGET_MS = 1500  # the daemon stops searching after this and still delivers the inbox
 WAKE_TIMEOUT = 6.0
@@ -116,17 +118,6 @@ def context_room() -> int:
     return MAX_CONTEXT_CHARS - len(wrap(""))
 
 
-def _agent(args: list[str], data: dict[str, Any]) -> str:
-    if "--agent" in args:
-        i = args.index("--agent")
-        if i + 1 < len(args) and args[i + 1] in ("claude", "codex"):
-            return args[i + 1]
-    transcript = data.get("transcript_path")
-    if isinstance(transcript, str) and "/.codex/" in transcript:
-        return "codex"
-    return "claude"
-
-
 def _str(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     return value if isinstance(value, str) and value else None
@@ -137,6 +128,7 @@ class _Run:
 
     conn: Connection | None = None
     injected: tuple[str, str] | None = None  # (event, text) to report once the output is written
+    agent = "claude"  # who runs the hook (the output's shape)
 
 
 _run = _Run()
@@ -157,8 +149,7 @@ def call(method: str, params: dict[str, Any], *, timeout: float) -> Any:
 def _additional(event: str, text: str) -> str:
     context = wrap(text)
     _run.injected = (next((k for k, v in EVENTS.items() if v == event), event), context)
-    return wirejson.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
-                          ensure_ascii=False)
+    return wirejson.dumps(injection(_run.agent, event, context), ensure_ascii=False)
 
 
 def _report_injection() -> None:
@@ -260,14 +251,13 @@ def on_stop(data: dict[str, Any], _agent_name: str) -> str | None:
                 call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
             except Exception:
                 pass
-        return wirejson.dumps({"decision": "block", "reason": ASK_REASON.format(count=count)}, ensure_ascii=False)
+        return stop_reply(_run.agent, {"decision": "block", "reason": ASK_REASON.format(count=count)})
     if not transcript:
         return None
     saved = call("ingest_file", {"path": transcript}, timeout=STOP_INGEST_TIMEOUT)
     n = saved.get("written") if isinstance(saved, dict) else None
     what = f"{n} drawer(s) written" if isinstance(n, int) and n else "already up to date"
-    return wirejson.dumps({"systemMessage": f"mempal: this session is saved in memory ({what})."},
-                          ensure_ascii=False)
+    return stop_reply(_run.agent, {"systemMessage": f"mempal: this session is saved in memory ({what})."})
 
 
 def on_precompact(data: dict[str, Any], _agent_name: str) -> str | None:
@@ -349,7 +339,7 @@ def on_file(data: dict[str, Any], _agent_name: str) -> str | None:
 
 
 HANDLERS = {"prompt": on_prompt, "session-start": on_session_start, "stop": on_stop, "precompact": on_precompact,
-            "postcompact": on_postcompact, "file": on_file, "rule": rule_handler(call)}
+            "postcompact": on_postcompact, "file": on_file, "rule": rule_handler(call), "session-end": on_precompact}
 PROBE_FLAG = "--probe"
 
 
@@ -364,7 +354,11 @@ def run(args: list[str], stdin: bytes) -> str | None:
         raise TypeError("hook input is not a JSON object")
     if skip_daemon():
         return None  # hung: skipped until it answers a probe again
-    return handler(data, _agent(args, data))
+    _run.agent = agent = agent_of(args, data)
+    adapted = adapt(agent, event, data)
+    if adapted is not None and adapted.pop("wake", False):  # no SessionStart in agy: a first prompt wakes up too
+        return joined([handler(adapted, agent), on_session_start(adapted, agent)])
+    return handler(adapted, agent) if adapted is not None else None
 
 
 def _run_with_deadline(args: list[str]) -> str | None:
@@ -392,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         out = None
         if os.environ.get("MEMPAL_HOOK_DEBUG"):
             print(f"mempal-hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+    out = out or empty_reply(args)
     if out:
         try:
             sys.stdout.write(out + "\n")

@@ -219,6 +219,10 @@ def uninstall_hooks(scope: str, codex: bool, dry_run: bool) -> list[Change]:
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
+    if getattr(args, "agent", "claude") in ("gemini", "antigravity"):
+        from mempal.install_gemini import cmd_hooks
+
+        return cmd_hooks(args, install=True)
     try:
         changes = install_hooks(args.scope, args.codex, args.dry_run)
     except InstallError as exc:
@@ -235,6 +239,10 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
 
 
 def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
+    if getattr(args, "agent", "claude") in ("gemini", "antigravity"):
+        from mempal.install_gemini import cmd_hooks
+
+        return cmd_hooks(args, install=False)
     try:
         changes = uninstall_hooks(args.scope, args.codex, args.dry_run)
     except InstallError as exc:
@@ -253,12 +261,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude/settings.json (default); project: ./.claude/settings.json")
     p.add_argument("--codex", action="store_true", help="also write Codex's hooks.json")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude",
+                   help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/hooks.json")
     p.add_argument("--dry-run", action="store_true", help="print the resulting settings; write nothing")
     p.set_defaults(func=cmd_install_hooks)
 
     p = sub.add_parser("uninstall-hooks", help="remove exactly the hooks install-hooks added")
     p.add_argument("--scope", choices=["user", "project"], default="user")
     p.add_argument("--codex", action="store_true", help="also clean Codex's hooks.json")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude")
     p.add_argument("--dry-run", action="store_true", help="print the resulting settings; write nothing")
     p.set_defaults(func=cmd_uninstall_hooks)
 

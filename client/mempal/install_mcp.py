@@ -148,6 +148,10 @@ def install_extension_mcp(agent: str, command: str, cmd_args: list[str], env: di
 
 
 def cmd_install_mcp(args: argparse.Namespace) -> int:
+    if getattr(args, "agent", "claude") in ("gemini", "antigravity"):  # their settings files: mempal.install_gemini
+        from mempal.install_gemini import cmd_install_mcp as install_gemini_family
+
+        return install_gemini_family(args)
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
     agent = getattr(args, "agent", "claude")
@@ -189,5 +193,7 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--agent", choices=["claude", *EXTENSION_MCP], default="claude",
                    help="claude: Claude Code (default); cline, roo, kilo: the extension's MCP settings file")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude",
+                   help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/mcp_config.json")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
     p.set_defaults(func=cmd_install_mcp)

@@ -6,7 +6,8 @@
   lastUpdated, kind}``, then message records ``{id, timestamp, type, content, ...}`` (a message written again
   replaces its earlier copy in place), ``{"$set": {"messages": [...]}}`` (the whole list replaced),
   ``{"$set": {"lastUpdated"}}`` heartbeats and ``{"$rewindTo": id}`` (that message and every later one gone);
-- a ``/chat save`` checkpoint ``checkpoint-<tag>.json``: a bare array of ``{role: user|model, parts[]}``.
+- a ``/chat save`` checkpoint ``checkpoint-<tag>.json``: ``{history: [{role: user|model, parts[]}], authType?}``
+  (current releases), a bare array of those before.
 
 All three are read whole (the reader re-reads the file when it changes); keys do not depend on byte offsets:
 a message's id, or ``<session>:<index>`` where there is none.
@@ -37,7 +38,7 @@ from mempald.normalize.common import MAX_RESULT as _MAX_RESULT
 from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import one_line as _one_line
-from mempald.normalize.format import Format, Input, Parsed, Probe, loads
+from mempald.normalize.format import Format, Input, Parsed, Place, Probe, loads
 from mempald.normalize.gemini_beside import beside
 from mempald.normalize.gemini_log import Message, checkpoint_messages, jsonl_messages, session_messages
 from mempald.normalize.ledger import Ledger
@@ -283,11 +284,14 @@ def parse(inp: Input) -> Parsed:
         session_id = sid if isinstance(sid, str) else stem
         title = _s(root.get("summary")).strip() or None
         messages = session_messages(root["messages"])
-    elif isinstance(root, list) and root and all(isinstance(c, dict) and "role" in c and "parts" in c for c in root):
+    elif (history := _history(root)) is not None:
         session_id, title = inp.context.session_id or stem, None
-        messages = checkpoint_messages(root)
+        messages = checkpoint_messages(*history)
     elif root is None:
         log = jsonl_messages(inp.data, ledger)
+        if log is None and _cut(inp.data):  # the CLI is writing it: nothing read now, all of it once it changes
+            ledger.skipped("document", "incomplete JSON (cut while being written)")
+            return Parsed([], ledger, replace(inp.context, format=SOURCE_KIND))
         if log is None:
             raise NormalizeError(f"{inp.name or 'document'}: not a Gemini CLI chat")
         session_id, messages, kind = log.session_id or stem, log.messages, log.kind
@@ -305,6 +309,24 @@ def parse(inp: Input) -> Parsed:
     return Parsed(reader.out, reader.ledger, reader.ctx)
 
 
+_CHECKPOINT_HEAD = re.compile(r'(?:\{\s*"history"\s*:\s*)?\[\s*\{\s*"role"\s*:\s*"(?:user|model)"')
+
+
+def _history(root: Any) -> tuple[list[Any], str] | None:
+    """A checkpoint's messages and where they are (``history`` of the object, or the bare legacy array)."""
+    items, at = (root.get("history"), "history") if isinstance(root, dict) and "sessionId" not in root else (root, "")
+    if isinstance(items, list) and items and all(isinstance(c, dict) and "role" in c and "parts" in c for c in items):
+        return items, at
+    return None
+
+
+def _cut(data: bytes) -> bool:
+    """A session object or checkpoint whose end is missing (Gemini CLI rewrites the file in place)."""
+    head = data[:4096].decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    return (head.startswith("{") and '"sessionId"' in head and '"projectHash"' in head) or \
+        _CHECKPOINT_HEAD.match(head) is not None
+
+
 def parse_document(data: bytes, name: str = "") -> list[Exchange]:
     """The exchanges of one Gemini CLI chat file (``parse`` with a fresh context)."""
     return parse(Input(name=name, data=data, context=CursorContext(format=SOURCE_KIND))).exchanges
@@ -312,8 +334,10 @@ def parse_document(data: bytes, name: str = "") -> list[Exchange]:
 
 def detect(probe: Probe) -> bool:
     """A session object (``sessionId`` + ``projectHash`` + ``messages``), a JSONL chat whose first line is such a
-    header, or a checkpoint (an array of ``{role, parts}``)."""
+    header, or a checkpoint (``{history: [{role, parts}]}``, or the bare array)."""
     doc = probe.document
+    if isinstance(doc, dict) and "sessionId" not in doc and isinstance(doc.get("history"), list):
+        return _history(doc) is not None
     if isinstance(doc, dict):
         return "sessionId" in doc and "projectHash" in doc and isinstance(doc.get("messages"), list)
     if isinstance(doc, list):
@@ -323,11 +347,20 @@ def detect(probe: Probe) -> bool:
     if first is not None and "sessionId" in first and "projectHash" in first and "startTime" in first:
         return True
     text = probe.text
-    if text.startswith("["):
-        return re.match(r'\[\s*\{\s*"role"\s*:\s*"(?:user|model)"\s*,\s*"parts"\s*:', text) is not None
+    if text.startswith("[") or re.match(r'\{\s*"history"\s*:', text):
+        return _CHECKPOINT_HEAD.match(text) is not None and '"parts"' in text[:4096]
     return text.startswith("{") and '"sessionId"' in text[:4096] and '"projectHash"' in text[:4096] and (
         re.search(r'"messages"\s*:\s*\[', text) is not None or '"startTime"' in text[:4096])
 
 
-FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"), beside=beside,
-                summary="Gemini CLI chats and /chat save checkpoints (~/.gemini/tmp)")
+# ~/.gemini/tmp/<project>/chats/session-*.json[l] (<project>: the short name ~/.gemini/projects.json gives the
+# folder in current releases, sha256 of its path before), a sub-agent's chat one folder deeper, and the /chat save
+# checkpoints beside chats/. (GEMINI_CLI_HOME moves ~/.gemini: a watch names that root; sources.skip = ["gemini"]
+# turns it off.)
+PLACES = (Place("Gemini CLI", linux=("~/.gemini/tmp",), macos=("~/.gemini/tmp",),
+                windows=("%USERPROFILE%/.gemini/tmp",),
+                globs=("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/session-*.json",
+                       "*/chats/*/session-*.jsonl", "*/checkpoint-*.json")),)
+
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"), beside=beside, agent=AGENT,
+                summary="Gemini CLI chats and /chat save checkpoints (~/.gemini/tmp)", places=PLACES, ids="message")

@@ -1,8 +1,10 @@
 """What a Gemini CLI chat needs from beside it (pure over a ``Look``): its project and a sub-agent's parent.
 
 A chat gets its project from ``.project_root`` in its project folder when its own text names none (a
-sub-agent's chat lies one folder deeper, in ``chats/<parent session id>/``); a sub-agent's chat gets its parent
-exchange from its parent session's chat: the last prompt there before the sub-agent started.
+sub-agent's chat lies one folder deeper, in ``chats/<parent session id>/``), else from ``~/.gemini/projects.json``
+(current releases name the folder ``~/.gemini/tmp/<project>`` after the project: ``gemini_project``); a
+sub-agent's chat gets its parent exchange from its parent session's chat: the last prompt there before the
+sub-agent started.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import replace
 from pathlib import PurePath
 
 from mempald.normalize.format import Input, Look, loads
+from mempald.normalize.gemini_project import project_folder
 from mempald.normalize.model import CursorContext, NormalizeError
 
 PARENT_MAX = 64 * 1024 * 1024  # a parent session's chat read to find a sub-agent's parent (larger: not read)
@@ -80,4 +83,5 @@ def beside(path: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
             text = ""
         if text.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", text):
             return replace(ctx, cwd=text)
-    return ctx
+    project = project_folder(path, look)
+    return replace(ctx, cwd=project) if project else ctx

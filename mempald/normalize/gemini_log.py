@@ -33,8 +33,8 @@ def session_messages(items: list[Any]) -> list[Message]:
     return [Message(f"messages[{i}]", i, m if isinstance(m, dict) else None) for i, m in enumerate(items)]
 
 
-def checkpoint_messages(items: list[Any]) -> list[Message]:
-    return [Message(f"[{i}]", i, m if isinstance(m, dict) else None) for i, m in enumerate(items)]
+def checkpoint_messages(items: list[Any], at: str = "") -> list[Message]:
+    return [Message(f"{at}[{i}]", i, m if isinstance(m, dict) else None) for i, m in enumerate(items)]
 
 
 def jsonl_messages(data: bytes, ledger: Ledger) -> Log | None:

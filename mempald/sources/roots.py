@@ -103,6 +103,11 @@ class Source:
             return name.endswith((".md", ".markdown"))
         return True
 
+    def _named(self) -> frozenset[str]:
+        """The hidden folders this source's globs name (#42: Antigravity keeps its transcripts under
+        ``brain/<id>/.system_generated/logs/``): the walk enters those, and no other hidden folder."""
+        return frozenset(part for g in self.globs for part in g.split("/") if part.startswith(".") and "*" not in part)
+
     def _globbed(self, path: Path) -> bool:
         if not self.globs or path == self.root:
             return True
@@ -168,7 +173,7 @@ class Source:
                     dirnames[:] = []
                     yield Path(dirpath)
                     continue
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") or d == ".aider")
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") or d == ".aider" or d in self._named())
             if fixed is not None and fixed.unit == "folder":
                 continue  # only its folders are units
             for name in sorted(filenames):

@@ -49,7 +49,12 @@ SAMPLES: dict[str, tuple[str, ...]] = {
                     "d4983b3a-ddde-4a22-9bff-98a04c19bfe7.jsonl"),
     "codex": ("codex/rtchess_turn_aborted_excerpt.jsonl",
               "codex/localpush_redacted_compaction_excerpt.jsonl"),
-    "gemini": ("gemini_cli/session-2025-11-21T20-38-8016034b.json",),
+    "gemini": ("gemini_cli/session-2025-11-21T20-38-8016034b.json",
+               "gemini_cli/real2/tmp/9cfc5cfa6f8fd18d3d1ecfcfd77bd22358803e86899edd66537e36fc1bc8652a/"
+               "checkpoint-kvantum.json",
+               "repo:tests/fixtures/gemini/checkpoint-importer.json"),
+    "antigravity": ("repo:tests/fixtures/antigravity/brain/3f2a9c1e-7b4d-4e8a-9c2f-1d6e5b8a0c47/"
+                    ".system_generated/logs/transcript_full.jsonl",),
     "aider": ("aider/real2/Ahmedrali__rfp_response_platform__backend/.aider.chat.history.md",),
     "chatgpt": ("chatgpt/conversations.subset.json",),
     "claude_ai": ("repo:tests/fixtures/claude_ai/conversations.json",),

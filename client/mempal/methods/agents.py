@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mempal.methods.spec import Cli, Method, Param
-from mempal.methods.vocab import AGENTS, SENDERS
+from mempal.methods.vocab import AGENTS, HOOK_AGENTS, SENDERS
 
 _CWD = "the project directory (default: the current one)"
 
@@ -50,7 +50,8 @@ METHODS: tuple[Method, ...] = (
         (
             Param("prompt", "text", "the user's prompt", default=""),
             Param("cwd", "path", "the session's working directory"),
-            Param("agent", "enum", "whose inbox is delivered", default="claude", choices=AGENTS),
+            Param("agent", "enum", "whose inbox is delivered (gemini and antigravity have none: memories only)",
+                  default="claude", choices=HOOK_AGENTS),
             Param("session_id", "str", "the current session (its own exchanges are not recalled)"),
             Param("max_chars", "int", "characters of context at most", default=9000, lo=500, hi=100_000),
             Param("threshold", "float", "relevance floor: the calibrated relevance (0..1, an estimated probability "
