@@ -190,10 +190,9 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude.json, for every project (default); project: ./.mcp.json")
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
-    p.add_argument("--agent", choices=["claude", *EXTENSION_MCP], default="claude",
-                   help="claude: Claude Code (default); cline, roo, kilo: the extension's MCP settings file")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", *EXTENSION_MCP], default="claude",
+                   help="claude: Claude Code (default); gemini: ~/.gemini/settings.json; antigravity: "
+                        "~/.gemini/config/mcp_config.json; cline, roo, kilo: the extension's MCP settings file")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude",
-                   help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/mcp_config.json")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
     p.set_defaults(func=cmd_install_mcp)
