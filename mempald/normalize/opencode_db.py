@@ -1,0 +1,122 @@
+"""OpenCode's SQLite database (releases 1.2 and later): ``$XDG_DATA_HOME/opencode/opencode.db``
+(``opencode-<channel>.db`` for a dev or preview build), kept in WAL mode by the running OpenCode, which owns it
+(read, never written).
+
+Tables read (their ``data`` column holds the record without its ids, as the storage folder's files did):
+``project(id, worktree)``, ``session(id, project_id, parent_id, directory, title, time_updated)``,
+``message(id, session_id, time_updated, data)`` and ``part(id, message_id, session_id, time_updated, data)``.
+The unit is the database; a change is read by row timestamps: ``gather`` reads every session with a session,
+message or part row updated at or after the cursor (``read_end``: the newest ``time_updated`` read, in ms), whole,
+so an answer that grows in place is read again and ids stay those of the prompt's message (``ids="message"``:
+only exchanges not stored yet, or grown, are written). Rows are accounted for as ``message:<id>`` and
+``part:<id>``; the parse is ``mempald.normalize.opencode``'s, so a session migrated from the storage folder into
+the database keeps its drawers' ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import PurePath
+from typing import Any
+
+from mempald.normalize.common import as_str
+from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange
+from mempald.normalize.opencode import Message, Session, read_session, session_of
+
+NAME = "opencode_db"
+_CHANGED = ("SELECT session_id FROM message WHERE time_updated >= ?1 UNION SELECT session_id FROM part "
+            "WHERE time_updated >= ?1 UNION SELECT id FROM session WHERE time_updated >= ?1")
+SQL_SESSIONS = ("SELECT s.id, s.parent_id, s.directory, s.title, s.time_updated, p.worktree FROM session s "
+                f"LEFT JOIN project p ON p.id = s.project_id WHERE s.id IN ({_CHANGED})")
+SQL_MESSAGES = f"SELECT id, session_id, time_updated, data FROM message WHERE session_id IN ({_CHANGED})"
+SQL_PARTS = f"SELECT id, message_id, session_id, time_updated, data FROM part WHERE session_id IN ({_CHANGED})"
+_DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
+PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode",), macos=("$XDG_DATA_HOME/opencode",),
+                windows=("%USERPROFILE%/.local/share/opencode",), globs=("opencode.db", "opencode-*.db"),
+                setting="opencode_db"),)
+
+
+def _row(table: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
+    return {"table": table, **dict(zip(keys, values, strict=False))}
+
+
+def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
+    """The rows of every session changed at or after the cursor's ``read_end`` (all of them the first time)."""
+    since = (ctx.read_end,)
+    rows: list[dict[str, Any]] = []
+    for values in look.rows(unit, SQL_SESSIONS, since):
+        rows.append(_row("session", ("id", "parent_id", "directory", "title", "time_updated", "worktree"), values))
+    for values in look.rows(unit, SQL_MESSAGES, since):
+        rows.append(_row("message", ("id", "session_id", "time_updated", "data"), values))
+    for values in look.rows(unit, SQL_PARTS, since):
+        rows.append(_row("part", ("id", "message_id", "session_id", "time_updated", "data"), values))
+    return Input(name=str(unit), context=ctx, rows=rows)
+
+
+def _data(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    raw = row.get("data")
+    value = loads(raw) if isinstance(raw, str | bytes) else raw
+    return dict(value) if isinstance(value, dict) else None
+
+
+def _stamp(row: Mapping[str, Any]) -> int:
+    value = row.get("time_updated")
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def parse(inp: Input) -> Parsed:
+    """The exchanges of the sessions whose rows are in ``inp.rows``; ``read_end`` moves to the newest row read."""
+    ledger = Ledger()
+    sessions: dict[str, Session] = {}
+    messages: dict[str, Message] = {}
+    by_session: dict[str, list[Message]] = {}
+    newest = inp.context.read_end
+    parts: list[Mapping[str, Any]] = []
+    for row in inp.rows:
+        newest = max(newest, _stamp(row))
+        table, rid = row.get("table"), as_str(row.get("id"))
+        if table == "session":
+            info = {"id": rid, "directory": row.get("directory"), "title": row.get("title"),
+                    "parentID": row.get("parent_id")}
+            sessions[rid] = session_of(info, rid, as_str(row.get("worktree")))
+        elif table == "message":
+            data = _data(row)
+            if data is None:
+                ledger.skipped(f"message:{rid}", "not a JSON object")
+                continue
+            msg = Message(rid, f"message:{rid}", {**data, "id": rid})
+            messages[rid] = msg
+            by_session.setdefault(as_str(row.get("session_id")), []).append(msg)
+        elif table == "part":
+            parts.append(row)
+        else:
+            ledger.skipped(f"{as_str(table) or 'row'}:{rid}", "not a session row")
+    for row in parts:
+        ref, data = f"part:{as_str(row.get('id'))}", _data(row)
+        owner = messages.get(as_str(row.get("message_id")))
+        if data is None or owner is None:
+            ledger.skipped(ref, "not a JSON object" if data is None else "part of no message read")
+            continue
+        owner.parts.append((ref, {**data, "id": row.get("id")}))
+    out: list[Exchange] = []
+    for sid in sorted(by_session):
+        out.extend(read_session(sessions.get(sid) or Session(sid), by_session[sid], ledger))
+    return Parsed(out, ledger, replace(inp.context, format=NAME, read_end=newest))
+
+
+def rows_of(tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows as ``gather`` hands them to ``parse``, from ``{table: [row...]}`` (a test's or a tool's own read)."""
+    return [{"table": table, **row} for table, rows in tables.items() for row in rows]
+
+
+def detect(probe: Probe) -> bool:
+    """An SQLite file named ``opencode.db`` or ``opencode-<channel>.db``."""
+    return bool(_DB_NAME.match(probe.base)) and probe.head.startswith(b"SQLite format 3\x00")
+
+
+FORMAT = Format(NAME, "rows", detect, parse, names=("opencode.db",), summary="OpenCode sessions in its database (1.2+)",
+                places=PLACES, ids="message", gather=gather)
