@@ -5,7 +5,8 @@ current directory (``--scope project``). Codex (``--codex``): ``[mcp_servers.mem
 ``$CODEX_HOME/config.toml``. The entry pins, in its ``env``, the location variables a host would drop that this
 palace needs (``mempal.paths.pinned_env``: a non-default data or config directory, an explicit runtime dir or
 socket); with the defaults there is nothing to pin, as the daemon's pointer in the data directory is found from
-HOME alone. ``--read-only`` registers the server in read-only mode.
+HOME alone. ``--read-only`` registers the server in read-only mode. ``--agent NAME`` writes that agent's own MCP
+config instead (``AGENT_MCP``: OpenCode's ``opencode.json``, ``mempal.install_mcp_opencode``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import copy
 import json
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from mempal.install_files import (
@@ -29,11 +31,18 @@ from mempal.install_files import (
     script,
     write_text_atomic,
 )
+from mempal.install_mcp_opencode import install_opencode_mcp
 from mempal.paths import pinned_env
 
 SERVER_NAME = "mempal"
 EXIT_OK = 0
 EXIT_ERROR = 1
+
+
+# ``--agent NAME``: the agents whose own MCP config is written instead of Claude Code's
+AGENT_MCP: dict[str, Callable[[str, list[str], bool, dict[str, str] | None], None]] = {
+    "opencode": install_opencode_mcp,
+}
 
 
 def claude_mcp_path(scope: str) -> Path:
@@ -104,6 +113,17 @@ def install_codex_mcp(command: str, cmd_args: list[str], dry_run: bool, env: dic
 def cmd_install_mcp(args: argparse.Namespace) -> int:
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
+    agents = getattr(args, "agent", None) or []
+    if agents:
+        try:
+            for agent in agents:
+                AGENT_MCP[agent](command, cmd_args, args.dry_run, env)
+        except InstallError as exc:
+            _say(f"mempal: {exc}")
+            return EXIT_ERROR
+        if not args.dry_run:
+            _say(f"Restart {', '.join(agents)} so it starts the mempal MCP server.")
+        return EXIT_OK
     path = claude_mcp_path(args.scope)
     try:
         before = read_json(path)
@@ -129,6 +149,8 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude.json, for every project (default); project: ./.mcp.json")
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
+    p.add_argument("--agent", action="append", choices=sorted(AGENT_MCP), default=[],
+                   help="write this agent's MCP config instead of Claude Code's (repeatable)")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
     p.set_defaults(func=cmd_install_mcp)
