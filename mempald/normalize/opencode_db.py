@@ -4,7 +4,8 @@
 
 Tables read (their ``data`` column holds the record without its ids, as the storage folder's files did):
 ``project(id, worktree)``, ``session(id, project_id, parent_id, directory, title, time_updated)``,
-``message(id, session_id, time_updated, data)`` and ``part(id, message_id, session_id, time_updated, data)``.
+``message(id, session_id, time_updated, data)`` and ``part(id, message_id, session_id, time_updated, data)``, and
+OpenCode 2's ``session_message(id, session_id, type, time_updated, data)`` (``mempald.normalize.opencode_v2``).
 The unit is the database; a change is read by row timestamps: ``gather`` reads every session with a session,
 message or part row updated at or after the cursor (``read_end``: the newest ``time_updated`` read, in ms), whole,
 so an answer that grows in place is read again and ids stay those of the prompt's message (``ids="message"``:
@@ -26,14 +27,17 @@ from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, 
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange
 from mempald.normalize.opencode import Message, Session, read_session, session_of
+from mempald.normalize.opencode_v2 import BACKFILL_PREFIX, messages_of
 
 NAME = "opencode_db"
-_CHANGED = ("SELECT session_id FROM message WHERE time_updated >= ?1 UNION SELECT session_id FROM part "
-            "WHERE time_updated >= ?1 UNION SELECT id FROM session WHERE time_updated >= ?1")
-SQL_SESSIONS = ("SELECT s.id, s.parent_id, s.directory, s.title, s.time_updated, p.worktree FROM session s "
-                f"LEFT JOIN project p ON p.id = s.project_id WHERE s.id IN ({_CHANGED})")
-SQL_MESSAGES = f"SELECT id, session_id, time_updated, data FROM message WHERE session_id IN ({_CHANGED})"
-SQL_PARTS = f"SELECT id, message_id, session_id, time_updated, data FROM part WHERE session_id IN ({_CHANGED})"
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+_STAMPED = ("message", "part", "session_message")  # tables whose rows name their session and carry time_updated
+_COLUMNS = {
+    "message": ("id", "session_id", "time_updated", "data"),
+    "part": ("id", "message_id", "session_id", "time_updated", "data"),
+    "session_message": ("id", "session_id", "type", "time_created", "time_updated", "data"),
+}
+_SESSION = ("id", "parent_id", "directory", "title", "time_updated", "worktree")
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode",), macos=("$XDG_DATA_HOME/opencode",),
                 windows=("%USERPROFILE%/.local/share/opencode",), globs=("opencode.db", "opencode-*.db"),
@@ -44,16 +48,26 @@ def _row(table: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str
     return {"table": table, **dict(zip(keys, values, strict=False))}
 
 
+def _changed(tables: set[str]) -> str:
+    """The ids of the sessions with a row updated at or after ``?1``."""
+    parts = [f"SELECT session_id FROM {t} WHERE time_updated >= ?1" for t in _STAMPED if t in tables]
+    return " UNION ".join([*parts, "SELECT id FROM session WHERE time_updated >= ?1"])
+
+
 def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
-    """The rows of every session changed at or after the cursor's ``read_end`` (all of them the first time)."""
-    since = (ctx.read_end,)
-    rows: list[dict[str, Any]] = []
-    for values in look.rows(unit, SQL_SESSIONS, since):
-        rows.append(_row("session", ("id", "parent_id", "directory", "title", "time_updated", "worktree"), values))
-    for values in look.rows(unit, SQL_MESSAGES, since):
-        rows.append(_row("message", ("id", "session_id", "time_updated", "data"), values))
-    for values in look.rows(unit, SQL_PARTS, since):
-        rows.append(_row("part", ("id", "message_id", "session_id", "time_updated", "data"), values))
+    """The rows of every session changed at or after the cursor's ``read_end`` (all of them the first time),
+    from the tables this database has (OpenCode 1.2+: ``message``/``part``; OpenCode 2: ``session_message``)."""
+    tables = {str(r[0]) for r in look.rows(unit, _TABLES)}
+    if "session" not in tables:
+        return Input(name=str(unit), context=ctx)
+    changed, since = _changed(tables), (ctx.read_end,)
+    sql = ("SELECT s.id, s.parent_id, s.directory, s.title, s.time_updated, p.worktree FROM session s LEFT JOIN "
+           f"project p ON p.id = s.project_id WHERE s.id IN ({changed})")
+    rows = [_row("session", _SESSION, values) for values in look.rows(unit, sql, since)]
+    for table, columns in _COLUMNS.items():
+        if table in tables:
+            sql = f"SELECT {', '.join(columns)} FROM {table} WHERE session_id IN ({changed})"
+            rows.extend(_row(table, columns, values) for values in look.rows(unit, sql, since))
     return Input(name=str(unit), context=ctx, rows=rows)
 
 
@@ -76,6 +90,7 @@ def parse(inp: Input) -> Parsed:
     by_session: dict[str, list[Message]] = {}
     newest = inp.context.read_end
     parts: list[Mapping[str, Any]] = []
+    v2: list[Mapping[str, Any]] = []
     for row in inp.rows:
         newest = max(newest, _stamp(row))
         table, rid = row.get("table"), as_str(row.get("id"))
@@ -93,6 +108,8 @@ def parse(inp: Input) -> Parsed:
             by_session.setdefault(as_str(row.get("session_id")), []).append(msg)
         elif table == "part":
             parts.append(row)
+        elif table == "session_message":
+            v2.append(row)
         else:
             ledger.skipped(f"{as_str(table) or 'row'}:{rid}", "not a session row")
     for row in parts:
@@ -102,6 +119,13 @@ def parse(inp: Input) -> Parsed:
             ledger.skipped(ref, "not a JSON object" if data is None else "part of no message read")
             continue
         owner.parts.append((ref, {**data, "id": row.get("id")}))
+    legacy = set(by_session)
+    for row in v2:
+        sid = as_str(row.get("session_id"))
+        if as_str(row.get("id")).startswith(BACKFILL_PREFIX) and sid in legacy:
+            ledger.skipped(f"session_message:{as_str(row.get('id'))}", "copy of an OpenCode 1 message")
+            continue
+        by_session.setdefault(sid, []).extend(messages_of(row))
     out: list[Exchange] = []
     for sid in sorted(by_session):
         out.extend(read_session(sessions.get(sid) or Session(sid), by_session[sid], ledger))

@@ -118,3 +118,63 @@ def build_db(storage: Path, db: Path) -> None:
                     (f.stem, f.parent.name, owner[f.parent.name], stamp, stamp, json.dumps(rest)))
     con.commit()
     con.close()
+
+
+# OpenCode 2 keeps a session's messages as rows of one table (its SessionMessageTable)
+SCHEMA_V2 = """
+CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL REFERENCES session(id) ON DELETE
+  CASCADE, type text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE INDEX session_message_session_idx ON session_message (session_id);
+"""
+T2 = 1790000000000
+V2_SESSION = "ses_a1b2c3d4e5f6Vx9QmTz2LkPw3R"
+V2_ROWS: list[tuple[str, str, dict[str, Any]]] = [
+    ("msg_a1b2c3d4e601Q1", "user", {"text": "Rename the flag --fast to --quick everywhere", "files": [
+        {"uri": "data:image/png;base64,iVBORw0KGgo=", "mime": "image/png", "name": "flags.png"}],
+        "agents": [], "references": [], "time": {"created": T2}}),
+    ("msg_a1b2c3d4e602Q2", "assistant", {
+        "agent": "build", "model": {"id": "gpt-5.2", "providerID": "openai"},
+        "content": [
+            {"type": "reasoning", "id": "c1", "text": "grep first"},
+            {"type": "tool", "id": "c2", "name": "grep", "state": {
+                "status": "completed", "input": {"pattern": "--fast"}, "structured": {},
+                "content": [{"type": "text", "text": "cli.py:12: --fast"}]},
+             "time": {"created": T2 + 100}},
+            {"type": "tool", "id": "c3", "name": "edit", "state": {
+                "status": "error", "input": {"filePath": "/srv/app/cli.py"}, "structured": {}, "content": [],
+                "error": {"type": "unknown", "message": "oldString not found"}}, "time": {"created": T2 + 200}},
+            {"type": "text", "id": "c4", "text": "Renamed the flag in cli.py; the docs still say --fast."}],
+        "finish": "stop", "cost": 0.01, "time": {"created": T2 + 50, "completed": T2 + 900}}),
+    ("msg_a1b2c3d4e603Q3", "synthetic", {"sessionID": V2_SESSION, "text": "Background task finished: lint",
+                                         "time": {"created": T2 + 1000}}),
+    ("msg_a1b2c3d4e604Q4", "system", {"text": "Working directory changed", "time": {"created": T2 + 1100}}),
+    ("msg_a1b2c3d4e605Q5", "shell", {"callID": "call_1", "command": "git status --short",
+                                     "output": " M cli.py", "time": {"created": T2 + 1200, "completed": T2 + 1300}}),
+    ("msg_a1b2c3d4e606Q6", "agent-switched", {"agent": "plan", "time": {"created": T2 + 1400}}),
+    ("msg_a1b2c3d4e607Q7", "compaction", {"reason": "auto", "summary": "We renamed --fast to --quick in cli.py.",
+                                          "recent": "", "time": {"created": T2 + 1500}}),
+    ("msg_a1b2c3d4e608Q8", "x-hologram", {"time": {"created": T2 + 1600}}),
+    ("msg_a1b2c3d4e609Q9", "user", {"text": "Ahora actualiza también la documentación, por favor.", "files": [],
+                                    "agents": [], "references": [], "time": {"created": T2 + 1700}}),
+    ("msg_a1b2c3d4e610R0", "assistant", {"agent": "build", "model": {"id": "gpt-5.2", "providerID": "openai"},
+                                         "content": [], "error": {"type": "api", "message": "rate limited"},
+                                         "time": {"created": T2 + 1800}}),
+]
+
+
+def build_v2_db(db: Path, rows: list[tuple[str, str, dict[str, Any]]] = V2_ROWS,
+                session: str = V2_SESSION) -> None:
+    """An OpenCode 2 database holding one session written as ``session_message`` rows."""
+    con = sqlite3.connect(db)
+    con.executescript(SCHEMA + SCHEMA_V2)
+    con.execute("INSERT INTO project (id, worktree, time_created, time_updated) VALUES ('global', '/', ?, ?)",
+                (T2, T2))
+    con.execute("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)"
+                " VALUES (?, 'global', 'rename-flag', '/srv/app', 'Rename the fast flag', '2.1.4', ?, ?)",
+                (session, T2, T2 + 2000))
+    for rid, mtype, data in rows:
+        stamp = data["time"]["created"]
+        con.execute("INSERT INTO session_message VALUES (?,?,?,?,?,?)", (rid, session, mtype, stamp, stamp,
+                                                                          json.dumps(data)))
+    con.commit()
+    con.close()

@@ -13,7 +13,7 @@ import pytest
 from mempald.normalize import opencode_db, opencode_export, opencode_storage, registry
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.model import CursorContext, Exchange
-from tests.unit.normalize.opencode_samples import EXPORT, STORAGE, DiskLook, build_db
+from tests.unit.normalize.opencode_samples import EXPORT, SCHEMA_V2, STORAGE, DiskLook, build_db, build_v2_db
 
 LOOK = DiskLook()
 
@@ -245,3 +245,46 @@ def test_the_formats_declare_where_opencode_keeps_them(fmt: registry.Format) -> 
     place = fmt.places[0]
     assert place.linux and place.macos and place.windows and place.globs and place.setting
     assert all("opencode" in p for p in (*place.linux, *place.macos, *place.windows))
+
+
+def test_opencode_2_session_messages_read_with_the_same_rules(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    build_v2_db(db)
+    parsed = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
+    ex = parsed.exchanges
+    assert [e.user for e in ex] == ["Rename the flag --fast to --quick everywhere\n[image: flags.png]",
+                                    "!git status --short", "", "Ahora actualiza también la documentación, por favor."]
+    first = ex[0]
+    assert first.assistant == ("[tool: grep] --fast\n  -> cli.py:12: --fast\n[tool: edit] /srv/app/cli.py\n"
+                               "  -> error: oldString not found\n"
+                               "Renamed the flag in cli.py; the docs still say --fast.")
+    assert "grep first" not in first.render() and dict(first.extra)["model"] == "gpt-5.2"
+    assert first.project == "/srv/app" and first.title == "Rename the fast flag"
+    assert first.files == ("/srv/app/cli.py",)
+    assert ex[1].assistant == "[tool: shell] git status --short\n  -> M cli.py"
+    assert ex[2].kind == "summary" and ex[2].assistant == "We renamed --fast to --quick in cli.py."
+    assert ex[3].assistant == "[error] api: rate limited"
+    assert all("Background task finished" not in e.render() and "Working directory" not in e.render() for e in ex)
+    counts = parsed.ledger.counts()
+    assert counts["skipped: x-hologram message"] == 1 and counts["skipped: agent-switched message"] == 1
+    assert counts["skipped: system message"] == 1
+    assert counts["skipped: synthetic text (OpenCode's injection)"] == 1
+
+
+def test_opencode_2_copies_of_opencode_1_messages_are_not_stored_twice(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    build_db(STORAGE, db)
+    legacy = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
+    con = sqlite3.connect(db)
+    con.executescript(SCHEMA_V2)
+    sid, key = legacy.exchanges[0].session_id, legacy.exchanges[0].key
+    copy = {"text": legacy.exchanges[0].user, "files": [], "agents": [], "references": [],
+            "time": {"created": 1760012401000}}
+    con.execute("INSERT INTO session_message VALUES (?,?,?,?,?,?)",
+                ("evt_legacy_backfill_m_0000001a", sid, "user", 1760012401000, 1760012401000, json.dumps(copy)))
+    con.commit()
+    con.close()
+    both = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
+    assert [(e.session_id, e.key) for e in both.exchanges] == [(e.session_id, e.key) for e in legacy.exchanges]
+    assert both.ledger.counts()["skipped: copy of an OpenCode 1 message"] == 1
+    assert key.startswith("msg_")
