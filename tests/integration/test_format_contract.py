@@ -18,7 +18,7 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -34,6 +34,7 @@ from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.edge import EdgeStore
 from tests.conftest import FORMATS, REPO, lines_in
+from tests.unit.normalize.opencode_samples import DiskLook  # until the intake's own Look is on main
 
 pytestmark = pytest.mark.anyio
 
@@ -53,6 +54,9 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "chatgpt": ("chatgpt/conversations.subset.json",),
     "claude_ai": ("repo:tests/fixtures/claude_ai/conversations.json",),
     "slack": ("slack/slackdump_export_2025",),
+    "opencode": ("repo:tests/fixtures/opencode/storage",),
+    "opencode_db": ("repo:tests/fixtures/opencode/opencode.db",),
+    "opencode_export": ("repo:tests/fixtures/opencode/export/ses_9c8e9f580001e71lHFE8l6hlvY.json",),
     "text": (":note.md",),
 }
 
@@ -150,6 +154,10 @@ async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: 
     if found.reads == "folder":
         files = {str(p.relative_to(unit.path)): p.read_bytes() for p in unit.path.rglob("*") if p.is_file()}
         parsed = found.parse(Input(name=str(unit.path), files=files, context=CursorContext(format=fmt)))
+    elif found.reads == "rows":
+        assert found.gather is not None and registry.detect_file(unit.path.read_bytes()[:4096], unit.path.name) \
+            is found
+        parsed = found.parse(found.gather(PurePath(unit.path), CursorContext(format=fmt), DiskLook()))
     elif found.reads == "lines":
         lines = lines_in(unit.path.read_bytes())
         parsed = found.parse(Input(name=str(unit.path), lines=lines, context=CursorContext(format=fmt)))
@@ -170,8 +178,15 @@ async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: 
     assert stored <= set(keys) | {""}, "what is stored is in an exchange"
 
 
+# TEMPORARY (#42 OpenCode): the daemon reads a folder unit other than a Slack export, and a database, once the
+# intake asks the format (#40, "intake: asks the format"); removed when that is merged
+_WAITING = {"opencode", "opencode_db"}
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("fmt", "rel"), _samples())
+@pytest.mark.parametrize(("fmt", "rel"), [
+    pytest.param(f, r, marks=pytest.mark.xfail(reason="waits for the intake to ask the format", strict=True))
+    if f in _WAITING else (f, r) for f, r in _samples()])
 async def test_ids_are_stable_grown_units_add_only_and_rewrites_never_duplicate(
         palace: tuple[Daemon, Path], fmt: str, rel: str) -> None:
     daemon, watched = palace
