@@ -149,9 +149,9 @@ def _group(files: Mapping[str, bytes], ledger: Ledger) -> tuple[dict[str, Sessio
 def parse(inp: Input) -> Parsed:
     """The exchanges of the sessions in ``inp.files`` (a session's files, or a whole storage folder)."""
     ledger = Ledger()
-    if inp.files and not any(PurePosixPath(k.replace("\\", "/")).parts[:1] in (("message",), ("part",))
-                             for k in inp.files):
-        raise NormalizeError(f"{inp.name or 'folder'}: not an OpenCode storage folder (no message/ or part/ files)")
+    if inp.files and not any(PurePosixPath(k.replace("\\", "/")).parts[0] in _KINDS for k in inp.files):
+        raise NormalizeError(f"{inp.name or 'folder'}: not an OpenCode storage folder (no session, message or part "
+                             "files)")
     sessions, by_session = _group(inp.files, ledger)
     out: list[Exchange] = []
     for sid in sorted(by_session):

@@ -288,3 +288,18 @@ def test_opencode_2_copies_of_opencode_1_messages_are_not_stored_twice(tmp_path:
     assert [(e.session_id, e.key) for e in both.exchanges] == [(e.session_id, e.key) for e in legacy.exchanges]
     assert both.ledger.counts()["skipped: copy of an OpenCode 1 message"] == 1
     assert key.startswith("msg_")
+
+
+def test_a_session_with_no_message_yet_is_read_as_nothing_not_an_error(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE, storage)
+    unit = storage / "message" / "ses_9ff0000000001NoMessagesYet"
+    unit.mkdir()
+    project = next((storage / "project").glob("*.json")).stem
+    (storage / "session" / project / f"{unit.name}.json").write_text(json.dumps({
+        "id": unit.name, "version": "1.0.150", "projectID": project, "directory": "/home/ana/src/tidewater",
+        "title": "New session - 2025-10-11T09:00:00.000Z", "time": {"created": 1760173200000,
+                                                                    "updated": 1760173200000}}))
+    parsed = opencode_storage.parse(opencode_storage.gather(PurePath(unit), CursorContext(), LOOK))
+    assert parsed.exchanges == [] and parsed.ledger.counts() == {"skipped: project record": 1,
+                                                                  "skipped: session record": 1}
