@@ -40,7 +40,8 @@ _COLUMNS = {
 _SESSION = ("id", "parent_id", "directory", "title", "time_updated", "worktree")
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode",), macos=("$XDG_DATA_HOME/opencode",),
-                windows=("%USERPROFILE%/.local/share/opencode",), globs=("opencode.db", "opencode-*.db"),
+                windows=("%USERPROFILE%/.local/share/opencode", "%LOCALAPPDATA%/opencode"),
+                globs=("opencode.db", "opencode-*.db"),
                 setting="opencode_db"),)
 
 

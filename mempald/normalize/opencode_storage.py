@@ -33,7 +33,8 @@ _PART_HEAD = 4096
 _ID = re.compile(r"^(ses|msg|prt)_[A-Za-z0-9]+$")
 _KINDS = ("message", "part", "session", "project")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode/storage",), macos=("$XDG_DATA_HOME/opencode/storage",),
-                windows=("%USERPROFILE%/.local/share/opencode/storage",), globs=("message/ses_*",),
+                windows=("%USERPROFILE%/.local/share/opencode/storage", "%LOCALAPPDATA%/opencode/storage"),
+                globs=("message/ses_*",),
                 setting="opencode_storage"),)
 
 
