@@ -16,6 +16,7 @@ the database keeps its drawers' ids.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -80,6 +81,8 @@ def _data(row: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _stamp(row: Mapping[str, Any]) -> int:
     value = row.get("time_updated")
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
