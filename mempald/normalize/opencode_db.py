@@ -146,5 +146,6 @@ def detect(probe: Probe) -> bool:
     return bool(_DB_NAME.match(probe.base)) and probe.head.startswith(b"SQLite format 3\x00")
 
 
-FORMAT = Format(NAME, "rows", detect, parse, names=("opencode.db",), summary="OpenCode sessions in its database (1.2+)",
+FORMAT = Format(NAME, "rows", detect, parse, names=("opencode.db", "opencode-dev.db", "opencode-local.db"),
+                summary="OpenCode sessions in its database (1.2+)",
                 places=PLACES, ids="message", gather=gather)

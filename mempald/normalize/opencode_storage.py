@@ -25,9 +25,9 @@ from mempald.normalize.common import as_str
 from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, NormalizeError
-from mempald.normalize.opencode import Message, Session, read_session, session_of
+from mempald.normalize.opencode import AGENT, SOURCE_KIND, Message, Session, read_session, session_of
 
-NAME = "opencode"
+NAME = SOURCE_KIND
 MAX_FILE = 16 * 1024 * 1024  # one record file (a part holds a tool's whole output)
 _PART_HEAD = 4096
 _ID = re.compile(r"^(ses|msg|prt)_[A-Za-z0-9]+$")
@@ -174,5 +174,6 @@ def detect(probe: Probe) -> bool:
     return bool(names) and all(n.startswith("msg_") and n.endswith(".json") for n in names)
 
 
+# agent: what a summary saved for an OpenCode session files under (the one source kind of all three formats)
 FORMAT = Format(NAME, "folder", detect, parse, summary="OpenCode sessions in its storage folder (before 1.2)",
-                places=PLACES, ids="message", unit_of=unit_of, gather=gather)
+                agent=AGENT, places=PLACES, ids="message", unit_of=unit_of, gather=gather)

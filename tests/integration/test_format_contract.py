@@ -18,13 +18,14 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import Path
 
 import pytest
 
 from mempald.config import parse_settings
 from mempald.embed.embedder import Embedder
 from mempald.ingest.queues import BACKFILL
+from mempald.ingest.units import gather
 from mempald.normalize import registry
 from mempald.normalize.format import Input
 from mempald.normalize.model import CursorContext
@@ -34,7 +35,6 @@ from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.edge import EdgeStore
 from tests.conftest import FORMATS, REPO, lines_in
-from tests.unit.normalize.opencode_samples import DiskLook  # until the intake's own Look is on main
 
 pytestmark = pytest.mark.anyio
 
@@ -151,13 +151,8 @@ async def _count_by_content(daemon: Daemon, under: Path) -> dict[str, int]:
 async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: Path) -> None:
     unit = _place(fmt, rel, tmp_path)
     found = registry.by_name(fmt)
-    if found.reads == "folder":
-        files = {str(p.relative_to(unit.path)): p.read_bytes() for p in unit.path.rglob("*") if p.is_file()}
-        parsed = found.parse(Input(name=str(unit.path), files=files, context=CursorContext(format=fmt)))
-    elif found.reads == "rows":
-        assert found.gather is not None and registry.detect_file(unit.path.read_bytes()[:4096], unit.path.name) \
-            is found
-        parsed = found.parse(found.gather(PurePath(unit.path), CursorContext(format=fmt), DiskLook()))
+    if found.unit != "file":  # a folder or a database: read through its declared gather, as the intake reads it
+        parsed = found.parse(gather(unit.path, found, CursorContext(format=fmt)))
     elif found.reads == "lines":
         lines = lines_in(unit.path.read_bytes())
         parsed = found.parse(Input(name=str(unit.path), lines=lines, context=CursorContext(format=fmt)))
@@ -178,15 +173,8 @@ async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: 
     assert stored <= set(keys) | {""}, "what is stored is in an exchange"
 
 
-# TEMPORARY (#42 OpenCode): the daemon reads a folder unit other than a Slack export, and a database, once the
-# intake asks the format (#40, "intake: asks the format"); removed when that is merged
-_WAITING = {"opencode", "opencode_db"}
-
-
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("fmt", "rel"), [
-    pytest.param(f, r, marks=pytest.mark.xfail(reason="waits for the intake to ask the format", strict=True))
-    if f in _WAITING else (f, r) for f, r in _samples()])
+@pytest.mark.parametrize(("fmt", "rel"), _samples())
 async def test_ids_are_stable_grown_units_add_only_and_rewrites_never_duplicate(
         palace: tuple[Daemon, Path], fmt: str, rel: str) -> None:
     daemon, watched = palace
@@ -249,7 +237,7 @@ async def test_ids_are_stable_grown_units_add_only_and_rewrites_never_duplicate(
             "a grown document ends with the drawers of reading it whole"
         assert max((await _count_by_content(daemon, grown)).values()) == 1
     else:
-        # folder units: written again whole, nothing duplicated
+        # folder and database units: written again whole, nothing duplicated
         target = _place(fmt, rel, grown)
         await _ingest(daemon, target.path)
         once = await _drawers(daemon, grown)

@@ -180,7 +180,9 @@ def test_a_half_written_message_file_is_counted_and_read_again_whole(tmp_path: P
 def test_the_database_reads_as_the_same_exchanges_and_only_changed_sessions_again(tmp_path: Path) -> None:
     db = tmp_path / "opencode.db"
     build_db(STORAGE, db)
-    assert registry.detect_file(db.read_bytes()[:4096], db.name) is opencode_db.FORMAT
+    assert registry.database_for(db.name) is opencode_db.FORMAT is registry.database_for("opencode-dev.db")
+    assert registry.database_for("state.db") is None
+    assert opencode_db.detect(registry.Probe(name=db.name, head=db.read_bytes()[:4096]))
     first = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
     storage = _storage()
     assert sorted((e.session_id, e.key, e.render(), e.kind, e.agent) for e in first.exchanges) == \
