@@ -9,7 +9,7 @@ record under ``$XDG_DATA_HOME/opencode/storage/`` (``~/.local/share`` on Linux, 
 The unit is a session: its folder of message files, ``storage/message/<sessionID>``. ``unit_of`` maps a message,
 part or session file to it (a part names its session in ``sessionID``), and ``gather`` collects the session's
 files through the intake's ``Look``, keyed by their path under ``storage/`` (the same keys a copied storage
-folder has, so a whole storage folder is read as one unit too). Exchange ids come from the message ids: a session
+folder has: a storage folder itself, named as a unit, is read whole). Exchange ids come from the message ids: a session
 that gained a message file stores only the new exchange. Every file is accounted for under its key.
 """
 
@@ -58,7 +58,7 @@ def unit_of(path: PurePath, look: Look) -> PurePath | None:
     """The session folder (``storage/message/<sessionID>``) a message, part or session file belongs to."""
     found = _storage_of(path)
     if found is None:
-        return None
+        return path if _is_storage(path, look) else None  # a whole storage folder: read as one unit
     storage, kind, rest = found
     if kind == "message" and rest[0].startswith("ses_") and len(rest) <= 2:
         return storage / "message" / rest[0]
@@ -75,18 +75,17 @@ def unit_of(path: PurePath, look: Look) -> PurePath | None:
     return None
 
 
-def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
-    """The session's files, keyed by their path under ``storage/``: its message files, their parts, its session
-    record and its project's record."""
-    storage, sid = unit.parent.parent, unit.name
-    files: dict[str, bytes] = {}
+def _is_storage(folder: PurePath, look: Look) -> bool:
+    return {"message", "part"} <= set(look.entries(folder)) and look.is_dir(folder / "message")
 
+
+def _session_files(storage: PurePath, sid: str, look: Look, files: dict[str, bytes]) -> None:
     def take(rel: str) -> None:
         data = look.read(storage / rel, MAX_FILE)
         if data is not None:
             files[rel] = data
 
-    for name in sorted(look.entries(unit)):
+    for name in sorted(look.entries(storage / "message" / sid)):
         if not name.endswith(".json"):
             continue
         take(f"message/{sid}/{name}")
@@ -100,6 +99,17 @@ def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
             if look.is_file(storage / "project" / f"{project}.json"):
                 take(f"project/{project}.json")
             break
+
+
+def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
+    """The session's files, keyed by their path under ``storage/``: its message files, their parts, its session
+    record and its project's record (a whole storage folder, a copy the user pointed at: every session's)."""
+    files: dict[str, bytes] = {}
+    if _is_storage(unit, look):
+        for sid in sorted(look.entries(unit / "message")):
+            _session_files(unit, sid, look, files)
+    else:
+        _session_files(unit.parent.parent, unit.name, look, files)
     return Input(name=str(unit), context=ctx, files=files)
 
 

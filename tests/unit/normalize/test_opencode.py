@@ -127,6 +127,9 @@ def test_unit_of_maps_message_part_and_session_files_to_the_session_folder(tmp_p
     session_file = next((storage / "session").glob(f"*/{unit.name}.json"))
     for path in (msg_file, part_file, session_file, unit):
         assert opencode_storage.unit_of(PurePath(path), LOOK) == PurePath(unit), path
+    assert opencode_storage.unit_of(PurePath(storage), LOOK) == PurePath(storage), "a storage folder named whole"
+    whole = opencode_storage.parse(opencode_storage.gather(PurePath(storage), CursorContext(), LOOK))
+    assert [(e.session_id, e.key) for e in whole.exchanges] == [(e.session_id, e.key) for e in _storage().exchanges]
     assert opencode_storage.unit_of(PurePath(storage / "project" / "x.json"), LOOK) is None
     assert opencode_storage.unit_of(PurePath(tmp_path / "notes" / "msg_1.json"), LOOK) is None
     part_file.write_bytes(part_file.read_bytes()[:20])  # being written: its session is found by its message
