@@ -42,8 +42,7 @@ _SESSION = ("id", "parent_id", "directory", "title", "time_updated", "worktree")
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode",), macos=("$XDG_DATA_HOME/opencode",),
                 windows=("%USERPROFILE%/.local/share/opencode", "%LOCALAPPDATA%/opencode"),
-                globs=("opencode.db", "opencode-*.db"),
-                setting="opencode_db"),)
+                globs=("opencode.db", "opencode-*.db")),)  # sources.skip = ["opencode_db"]
 
 
 def _row(table: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:

@@ -34,8 +34,7 @@ _ID = re.compile(r"^(ses|msg|prt)_[A-Za-z0-9]+$")
 _KINDS = ("message", "part", "session", "project")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode/storage",), macos=("$XDG_DATA_HOME/opencode/storage",),
                 windows=("%USERPROFILE%/.local/share/opencode/storage", "%LOCALAPPDATA%/opencode/storage"),
-                globs=("message/ses_*",),
-                setting="opencode_storage"),)
+                globs=("message/ses_*",)),)  # turned off by sources.skip = ["opencode"]
 
 
 def _stem(name: str) -> str:

@@ -248,7 +248,7 @@ def test_a_bad_row_is_counted_not_a_crash() -> None:
 def test_the_formats_declare_where_opencode_keeps_them(fmt: registry.Format) -> None:
     assert fmt.ids == "message" and fmt.gather is not None and fmt.places
     place = fmt.places[0]
-    assert place.linux and place.macos and place.windows and place.globs and place.setting
+    assert place.linux and place.macos and place.windows and place.globs
     assert all("opencode" in p for p in (*place.linux, *place.macos, *place.windows))
 
 
