@@ -178,6 +178,9 @@ class Format:
     beside: Callable[[PurePath, CursorContext, Look], CursorContext] | None = None
     # A folder's or database's Input (its files or rows after the cursor's context), for reads folder/rows.
     gather: Callable[[PurePath, CursorContext, Look], Input] | None = None
+    # (#42 OpenCode, proposed to the intake) The folders, outside a folder unit, whose files are also the unit's
+    # (its change signature covers them): an OpenCode session's part folders, where its answers stream in.
+    members: Callable[[PurePath, Look], Sequence[PurePath]] | None = None
 
     @property
     def unit(self) -> Unit:

@@ -30,6 +30,7 @@ from mempald.normalize.opencode import AGENT, SOURCE_KIND, Message, Session, rea
 NAME = SOURCE_KIND
 MAX_FILE = 16 * 1024 * 1024  # one record file (a part holds a tool's whole output)
 _PART_HEAD = 4096
+_LIVE_MESSAGES = 32  # the newest messages of a session whose parts may still change
 _ID = re.compile(r"^(ses|msg|prt)_[A-Za-z0-9]+$")
 _KINDS = ("message", "part", "session", "project")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode/storage",), macos=("$XDG_DATA_HOME/opencode/storage",),
@@ -98,6 +99,15 @@ def _session_files(storage: PurePath, sid: str, look: Look, files: dict[str, byt
             if look.is_file(storage / "project" / f"{project}.json"):
                 take(f"project/{project}.json")
             break
+
+
+def members(unit: PurePath, look: Look) -> list[PurePath]:
+    """The part folders of a session's newest messages: an answer streams into its part files, outside the
+    session's folder, so their changes are the session's (older messages' parts no longer change)."""
+    if _is_storage(unit, look):
+        return []  # a whole storage folder's signature already covers its parts
+    names = sorted((n for n in look.entries(unit) if n.endswith(".json")), reverse=True)[:_LIVE_MESSAGES]
+    return [unit.parent.parent / "part" / _stem(n) for n in names]
 
 
 def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
@@ -185,4 +195,4 @@ def detect(probe: Probe) -> bool:
 
 # agent: what a summary saved for an OpenCode session files under (the one source kind of all three formats)
 FORMAT = Format(NAME, "folder", detect, parse, summary="OpenCode sessions in its storage folder (before 1.2)",
-                agent=AGENT, places=PLACES, ids="message", unit_of=unit_of, gather=gather)
+                agent=AGENT, places=PLACES, ids="message", unit_of=unit_of, gather=gather, members=members)

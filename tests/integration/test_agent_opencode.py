@@ -133,9 +133,26 @@ def test_opencode_database_is_watched_and_new_rows_are_found(daemon: Daemon, hom
     t0 = time.monotonic()
     found = daemon.wait_for(lambda: find_new(daemon, word, "msg_f0000000001aNewRowXyZ"), timeout=60, interval=0.05)
     took = time.monotonic() - t0
-    con.close()
     assert len(found) == 1
     print(f"opencode database: new prompt searchable after {took:.2f}s")
+    # the answer streams in: its part row updated in place, again and again
+    answer = {"role": "assistant", "parentID": "msg_f0000000001aNewRowXyZ", "time": {"created": stamp + 5},
+              "modelID": "claude-sonnet-4-5", "path": {"cwd": "/home/ana/src/tidewater"}}
+    con.execute("INSERT INTO message VALUES (?,?,?,?,?)", ("msg_f0000000002aNewRowXyZ", LONG_SESSION, stamp + 5,
+                                                          stamp + 5, json.dumps(answer)))
+    con.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", ("prt_f0000000002aNewRowXyZ", "msg_f0000000002aNewRowXyZ",
+                                                         LONG_SESSION, stamp + 5, stamp + 5, "{}"))
+    for i in range(1, 21):
+        streamed = {"type": "text", "text": "Per-queue budgets: " + " ".join(f"t{j}" for j in range(i))
+                    + (" zqbudgetdone" if i == 20 else "")}
+        con.execute("UPDATE part SET data = ?, time_updated = ? WHERE id = ?",
+                    (json.dumps(streamed), stamp + 5 + i, "prt_f0000000002aNewRowXyZ"))
+        con.commit()
+        time.sleep(0.02)
+    con.close()
+    done = daemon.wait_for(lambda: [h for h in hits(daemon, "zqbudgetdone") if h["exchange_key"] ==
+                                    "msg_f0000000001aNewRowXyZ" and "t19 zqbudgetdone" in h["text"]], timeout=60)
+    assert len(done) == 1 and word in done[0]["text"], "the prompt and its whole streamed answer, in one drawer"
     daemon.idle(timeout=120)
     again = keys_of(hits(daemon, "port scheduler module part", limit=100))
     assert set(again) >= set(stored) and len(again) == len(set(again)), "no exchange stored twice"
@@ -159,3 +176,45 @@ def test_an_export_dropped_in_a_watched_folder_adds_nothing_twice(daemon: Daemon
     after = keys_of(hits(daemon, "Here is the CI screenshot, does the failure match?"))
     assert set(after) == set(live) and len(after) == len(set(after)), \
         "an export of a session already read live is the same drawers"
+
+
+@pytest.mark.timeout(420)
+def test_a_streamed_answer_and_a_half_written_file_end_as_one_drawer(daemon: Daemon, home: Path) -> None:
+    """OpenCode rewrites a part file as its text streams in, and a file may be read mid-write: the exchange ends
+    with the whole answer, stored once; ``inspect`` accounts for every file of the session."""
+    storage = data_dir(home) / "storage"
+    shutil.copytree(STORAGE, storage)
+    daemon.start()
+    daemon.idle(timeout=240)
+    stamp = 1760300000000
+    user, answer = f"msg_f{stamp:011x}U2wXyZ", f"msg_f{stamp:011x}A2wXyZ"
+    prompt_part = storage / "part" / user / f"prt_f{stamp:011x}P3wXyZ.json"
+    whole = json.dumps({"id": prompt_part.stem, "sessionID": LONG_SESSION, "messageID": user, "type": "text",
+                        "text": "How should the zqosprey backoff cap interact with jitter?"})
+    _write(storage / "message" / LONG_SESSION / f"{user}.json", {
+        "id": user, "sessionID": LONG_SESSION, "role": "user", "time": {"created": stamp}, "agent": "build"})
+    prompt_part.parent.mkdir(parents=True)
+    prompt_part.write_text(whole[: len(whole) // 2])  # caught mid-write
+    time.sleep(0.3)  # (not a wait for a condition: the half-written file must be seen before it is completed)
+    prompt_part.write_text(whole)
+    _write(storage / "message" / LONG_SESSION / f"{answer}.json", {
+        "id": answer, "sessionID": LONG_SESSION, "role": "assistant", "time": {"created": stamp + 10},
+        "parentID": user, "modelID": "claude-sonnet-4-5", "path": {"cwd": "/home/ana/src/tidewater"}})
+    part = storage / "part" / answer / f"prt_f{stamp:011x}P4wXyZ.json"
+    words = [f"w{i}" for i in range(30)]
+    for i in range(1, len(words) + 1):  # the answer streams in: its part file rewritten 30 times
+        _write(part, {"id": part.stem, "sessionID": LONG_SESSION, "messageID": answer, "type": "text",
+                      "text": "Cap first, then jitter: " + " ".join(words[:i]) + (" zqfinalword" if i == 30 else "")})
+        time.sleep(0.02)
+    found = daemon.wait_for(lambda: [h for h in hits(daemon, "zqfinalword") if h["exchange_key"] == user
+                                     and "w29 zqfinalword" in h["text"]], timeout=60, interval=0.05)
+    assert len(found) == 1 and "zqosprey" in found[0]["text"]
+    daemon.idle(timeout=120)
+    mine = [h for h in hits(daemon, "zqosprey backoff cap interact with jitter") if h["exchange_key"] == user]
+    assert len(mine) == 1, "one drawer for the exchange, however often its files were rewritten"
+    out = mempal(daemon, "inspect", str(storage / "message" / LONG_SESSION), "--counts-only", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert sum(report["accounted"].values()) == len(list((storage / "message" / LONG_SESSION).glob("*.json"))) + sum(
+        len(list((storage / "part" / p.stem).glob("*.json"))) for p in (storage / "message" / LONG_SESSION).glob(
+            "*.json")) + 2, "every file of the session (and its session and project records) accounted for"

@@ -308,3 +308,14 @@ def test_a_session_with_no_message_yet_is_read_as_nothing_not_an_error(tmp_path:
     parsed = opencode_storage.parse(opencode_storage.gather(PurePath(unit), CursorContext(), LOOK))
     assert parsed.exchanges == [] and parsed.ledger.counts() == {"skipped: project record": 1,
                                                                   "skipped: session record": 1}
+
+
+def test_a_session_s_newest_part_folders_are_members_of_its_unit(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE, storage)
+    long = next(v for v in _by_session(_storage()).values() if v[0].title == "Port the scheduler to anyio")
+    unit = storage / "message" / long[0].session_id
+    found = opencode_storage.members(PurePath(unit), LOOK)
+    newest = sorted((p.stem for p in unit.glob("msg_*.json")), reverse=True)[:32]
+    assert found == [PurePath(storage / "part" / m) for m in newest], "the parts an answer streams into"
+    assert opencode_storage.members(PurePath(storage), LOOK) == []
