@@ -39,6 +39,35 @@ _COLUMNS = {
     "session_message": ("id", "session_id", "type", "time_created", "time_updated", "data"),
 }
 _SESSION = ("id", "parent_id", "directory", "title", "time_updated", "worktree")
+BIG_PART = 65536  # a part row larger than this is read as what the parse uses of it, not whole
+_ARGS = ("command", "filePath", "file_path", "pattern", "url", "query", "path", "description", "prompt", "name")
+
+
+def _field(path: str, cut: int | None = None) -> str:
+    value = f"json_extract(data, '{path}')"
+    return f"substr({value}, 1, {cut})" if cut else value
+
+
+def _flag(path: str) -> str:
+    return f"json(CASE json_type(data, '{path}') WHEN 'true' THEN 'true' ELSE 'false' END)"
+
+
+# A tool's whole output, a written file's content in its input, an image's data URL: what makes OpenCode's part
+# rows large is what the parse cuts to a line anyway; such a row is reduced in SQLite, not carried whole.
+_PART_DATA = (
+    f"CASE WHEN length(data) <= {BIG_PART} OR NOT json_valid(data) THEN data ELSE json_object("
+    f"'type', {_field('$.type')}, 'text', {_field('$.text')}, 'synthetic', {_flag('$.synthetic')}, "
+    f"'ignored', {_flag('$.ignored')}, 'tool', {_field('$.tool')}, 'mime', {_field('$.mime')}, "
+    f"'filename', {_field('$.filename')}, 'agent', {_field('$.agent')}, "
+    f"'description', {_field('$.description', 4096)}, "
+    f"'url', CASE WHEN {_field('$.url')} LIKE 'data:%' THEN NULL ELSE {_field('$.url', 4096)} END, "
+    f"'source', json_object('path', {_field('$.source.path', 4096)}), "
+    "'state', json_object("
+    f"'status', {_field('$.state.status')}, 'title', {_field('$.state.title', 4096)}, "
+    f"'output', {_field('$.state.output', 4096)}, 'error', {_field('$.state.error', 4096)}, "
+    "'input', json_object(" + ", ".join(f"'{k}', {_field(f'$.state.input.{k}', 4096)}" for k in _ARGS) + ")"
+    ")) END"
+)
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 PLACES = (Place("OpenCode", linux=("$XDG_DATA_HOME/opencode",), macos=("$XDG_DATA_HOME/opencode",),
                 windows=("%USERPROFILE%/.local/share/opencode", "%LOCALAPPDATA%/opencode"),
@@ -67,7 +96,8 @@ def gather(unit: PurePath, ctx: CursorContext, look: Look) -> Input:
     rows = [_row("session", _SESSION, values) for values in look.rows(unit, sql, since)]
     for table, columns in _COLUMNS.items():
         if table in tables:
-            sql = f"SELECT {', '.join(columns)} FROM {table} WHERE session_id IN ({changed})"
+            cols = ", ".join(_PART_DATA if table == "part" and c == "data" else c for c in columns)
+            sql = f"SELECT {cols} FROM {table} WHERE session_id IN ({changed})"
             rows.extend(_row(table, columns, values) for values in look.rows(unit, sql, since))
     return Input(name=str(unit), context=ctx, rows=rows)
 

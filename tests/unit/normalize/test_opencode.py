@@ -319,3 +319,35 @@ def test_a_session_s_newest_part_folders_are_members_of_its_unit(tmp_path: Path)
     newest = sorted((p.stem for p in unit.glob("msg_*.json")), reverse=True)[:32]
     assert found == [PurePath(storage / "part" / m) for m in newest], "the parts an answer streams into"
     assert opencode_storage.members(PurePath(storage), LOOK) == []
+
+
+def test_a_large_part_row_is_read_as_what_the_parse_uses_of_it(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    build_db(STORAGE, db)
+    first = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
+    ex = next(e for e in first.exchanges if e.title == "Flaky retry backoff test")
+    con = sqlite3.connect(db)
+    big_output = "line of a very long test log\n" * 20000
+    written = "x = 1\n" * 30000
+    rows = {r[0]: json.loads(r[1]) for r in con.execute(
+        "SELECT id, data FROM part WHERE message_id IN (SELECT id FROM message WHERE session_id = ?)",
+        (ex.session_id,))}
+    read_id = next(i for i, d in rows.items() if d.get("tool") == "read")
+    edit_id = next(i for i, d in rows.items() if d.get("tool") == "edit")
+    image_id = next(i for i, d in rows.items() if d.get("mime") == "image/png")
+    rows[read_id]["state"]["output"] = big_output
+    rows[edit_id]["state"]["input"]["content"] = written  # a file's whole content in a tool's input
+    rows[image_id]["url"] = "data:image/png;base64," + "A" * 200000
+    for rid in (read_id, edit_id, image_id):
+        con.execute("UPDATE part SET data = ? WHERE id = ?", (json.dumps(rows[rid]), rid))
+    con.commit()
+    con.close()
+    inp = opencode_db.gather(PurePath(db), CursorContext(), LOOK)
+    assert max(len(str(r.get("data", ""))) for r in inp.rows) < opencode_db.BIG_PART, "no large row carried whole"
+    again = next(e for e in opencode_db.parse(inp).exchanges if e.key == ex.key)
+    assert "[tool: read] /home/ana/src/tidewater/tests/test_retry.py\n  -> line of a very long test log" in \
+        again.assistant
+    assert "[tool: edit] /home/ana/src/tidewater/src/retry.py" in again.assistant
+    assert again.tools == ex.tools and again.files == ex.files
+    image = next(e for e in opencode_db.parse(inp).exchanges if e.user.endswith("[image: ci-failure.png]"))
+    assert image.user.endswith("[image: ci-failure.png]")
