@@ -82,8 +82,7 @@ def _is_storage(folder: PurePath, look: Look) -> bool:
 def _session_files(storage: PurePath, sid: str, look: Look, files: dict[str, bytes]) -> None:
     def take(rel: str) -> None:
         data = look.read(storage / rel, MAX_FILE)
-        if data is not None:
-            files[rel] = data
+        files[rel] = data if data is not None else b""  # unreadable or too large: accounted for, not lost track of
 
     for name in sorted(look.entries(storage / "message" / sid)):
         if not name.endswith(".json"):
@@ -137,7 +136,7 @@ def _group(files: Mapping[str, bytes], ledger: Ledger) -> tuple[dict[str, Sessio
             ledger.skipped(rel, "not a session record")
             continue
         if not isinstance(record, dict):
-            ledger.skipped(rel, "not a JSON object (being written?)")
+            ledger.skipped(rel, "not a JSON object (being written, or too large to read)")
             continue
         if kind == "project":
             projects[_stem(names[-1])] = as_str(record.get("worktree"))

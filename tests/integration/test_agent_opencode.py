@@ -110,6 +110,7 @@ def test_opencode_database_is_watched_and_new_rows_are_found(daemon: Daemon, hom
     db = data_dir(home) / "opencode.db"
     db.parent.mkdir(parents=True)
     build_db(STORAGE, db)
+    shutil.copytree(STORAGE, data_dir(home) / "storage")  # migrated: OpenCode 1.2 leaves the old files beside
     daemon.start()
     daemon.idle(timeout=240)
     main = [h for h in hits(daemon, "Use the explore agent to find where the backoff ceiling is configured")
@@ -118,6 +119,7 @@ def test_opencode_database_is_watched_and_new_rows_are_found(daemon: Daemon, hom
     sub = hits(daemon, "maximum backoff ceiling report file and line", agent="opencode/subagent")
     assert sub and all(h["kind"] == "subagent" for h in sub)
     stored = keys_of(hits(daemon, "port scheduler module part", limit=100))
+    assert len(stored) == len(set(stored)), "a session read from the database and the old files is stored once"
 
     word = "zqheronfield"
     stamp = int(time.time() * 1000)
