@@ -1,5 +1,6 @@
 """``opencode export`` documents: one session as ``{"info": {session}, "messages": [{"info": {message},
-"parts": [{part}...]}...]}``, dropped in an export folder (a document, re-read whole when rewritten).
+"parts": [{part}...]}...]}`` (OpenCode 2: ``"messages": [{id, type, ...}]``, its session messages,
+``mempald.normalize.opencode_v2``), dropped in an export folder (a document, re-read whole when rewritten).
 
 Read by ``mempald.normalize.opencode``: the same exchange ids as the session read live from OpenCode's storage
 or database. Records are accounted for as ``info``, ``messages[i]`` and ``messages[i].parts[j]``.
@@ -16,6 +17,7 @@ from mempald.normalize.format import Format, Input, Parsed, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import NormalizeError
 from mempald.normalize.opencode import Message, read_session, session_of
+from mempald.normalize.opencode_v2 import messages_of
 
 NAME = "opencode_export"
 
@@ -38,6 +40,9 @@ def parse(inp: Input) -> Parsed:
     for i, item in enumerate(root["messages"]):
         ref = f"messages[{i}]"
         info = item.get("info") if isinstance(item, dict) else None
+        if isinstance(item, dict) and info is None and isinstance(item.get("type"), str) and as_str(item.get("id")):
+            messages.extend(messages_of({"id": item["id"], "type": item["type"], "data": item}, ref))  # OpenCode 2
+            continue
         if not isinstance(info, dict) or not as_str(info.get("id")):
             ledger.skipped(ref, "not a message")
             continue

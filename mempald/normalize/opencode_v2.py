@@ -67,10 +67,11 @@ def _assistant(ref: str, data: Mapping[str, Any], info: dict[str, Any]) -> list[
     return parts
 
 
-def messages_of(row: Mapping[str, Any]) -> list[Message]:
-    """The message records one ``session_message`` row holds (a shell command: its prompt and its answer)."""
+def messages_of(row: Mapping[str, Any], ref: str = "") -> list[Message]:
+    """The message records one ``session_message`` row holds (a shell command: its prompt and its answer);
+    ``ref``: where it is accounted for, when not in the database (an export's ``messages[i]``)."""
     rid, mtype = as_str(row.get("id")), as_str(row.get("type"))
-    ref = f"session_message:{rid}"
+    ref = ref or f"session_message:{rid}"
     raw = row.get("data")
     value = loads(raw) if isinstance(raw, str | bytes) else raw
     data: Mapping[str, Any] = value if isinstance(value, Mapping) else {}

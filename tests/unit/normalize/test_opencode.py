@@ -13,7 +13,16 @@ import pytest
 from mempald.normalize import opencode_db, opencode_export, opencode_storage, registry
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.model import CursorContext, Exchange
-from tests.unit.normalize.opencode_samples import EXPORT, SCHEMA_V2, STORAGE, DiskLook, build_db, build_v2_db
+from tests.unit.normalize.opencode_samples import (
+    EXPORT,
+    SCHEMA_V2,
+    STORAGE,
+    V2_ROWS,
+    V2_SESSION,
+    DiskLook,
+    build_db,
+    build_v2_db,
+)
 
 LOOK = DiskLook()
 
@@ -351,3 +360,20 @@ def test_a_large_part_row_is_read_as_what_the_parse_uses_of_it(tmp_path: Path) -
     assert again.tools == ex.tools and again.files == ex.files
     image = next(e for e in opencode_db.parse(inp).exchanges if e.user.endswith("[image: ci-failure.png]"))
     assert image.user.endswith("[image: ci-failure.png]")
+
+
+def test_an_opencode_2_export_reads_as_its_database_rows_do(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    build_v2_db(db)
+    from_db = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
+    doc = {"info": {"id": V2_SESSION, "slug": "rename-flag", "projectID": "global", "directory": "/srv/app",
+                    "title": "Rename the fast flag", "version": "2.1.4", "time": {"created": 1790000000000}},
+           "messages": [{"id": rid, "type": mtype, **data} for rid, mtype, data in V2_ROWS]}
+    data = json.dumps(doc, indent=2).encode()
+    assert registry.detect_file(data, "rename.json") is opencode_export.FORMAT
+    parsed = opencode_export.parse(Input(name="rename.json", data=data))
+    assert [(e.key, e.render(), e.kind) for e in parsed.exchanges] == \
+        [(e.key, e.render(), e.kind) for e in from_db.exchanges]
+    refs = [str(a.ref) for a in parsed.ledger.entries]
+    assert len(refs) == len(set(refs)) and {r.split("#")[0] for r in refs} == \
+        {"info", *(f"messages[{i}]" for i in range(len(V2_ROWS)))}
