@@ -224,7 +224,9 @@ def unit_signature(unit: Unit) -> tuple[int, int, float]:
             n, size, mtime = n + m, size + msize, max(mtime, mmtime)
         return n, size, mtime
     n, size, mtime = 0, 0, 0.0
-    for suffix in ("", *_DB_SIDE):
+    # (#42 OpenCode, a fix proposed to the intake) not the -shm: every reader, ours included, writes its read marks
+    # there, so counting it made each read of a WAL database the change that asked for the next read (a loop)
+    for suffix in ("", *(s for s in _DB_SIDE if s != "-shm")):
         try:
             st = os.stat(f"{unit.path}{suffix}")
         except OSError:
