@@ -36,6 +36,8 @@ def parse(inp: Input) -> Parsed:
     ledger = Ledger()
     session = session_of(root["info"])
     ledger.skipped("info", "session record")
+    if "todos" in root:
+        ledger.skipped("todos", "todo list")
     messages: list[Message] = []
     for i, item in enumerate(root["messages"]):
         ref = f"messages[{i}]"
