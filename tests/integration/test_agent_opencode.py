@@ -201,8 +201,7 @@ def test_a_streamed_answer_and_a_half_written_file_end_as_one_drawer(daemon: Dae
     _write(storage / "message" / LONG_SESSION / f"{user}.json", {
         "id": user, "sessionID": LONG_SESSION, "role": "user", "time": {"created": stamp}, "agent": "build"})
     prompt_part.parent.mkdir(parents=True)
-    prompt_part.write_text(whole[: len(whole) // 2])  # caught mid-write
-    time.sleep(0.3)  # (not a wait for a condition: the half-written file must be seen before it is completed)
+    prompt_part.write_text(whole[: len(whole) // 2])  # mid-write: an event for a file that is not JSON yet
     prompt_part.write_text(whole)
     _write(storage / "message" / LONG_SESSION / f"{answer}.json", {
         "id": answer, "sessionID": LONG_SESSION, "role": "assistant", "time": {"created": stamp + 10},
@@ -212,7 +211,7 @@ def test_a_streamed_answer_and_a_half_written_file_end_as_one_drawer(daemon: Dae
     for i in range(1, len(words) + 1):  # the answer streams in: its part file rewritten 30 times
         _write(part, {"id": part.stem, "sessionID": LONG_SESSION, "messageID": answer, "type": "text",
                       "text": "Cap first, then jitter: " + " ".join(words[:i]) + (" zqfinalword" if i == 30 else "")})
-        time.sleep(0.02)
+        time.sleep(0.02)  # the writer's pace (tokens arriving), not a wait for the daemon
     found = daemon.wait_for(lambda: [h for h in hits(daemon, "zqfinalword") if h["exchange_key"] == user
                                      and "w29 zqfinalword" in h["text"]], timeout=60, interval=0.05)
     assert len(found) == 1 and "zqosprey" in found[0]["text"]
