@@ -5,8 +5,9 @@ current directory (``--scope project``). Codex (``--codex``): ``[mcp_servers.mem
 ``$CODEX_HOME/config.toml``. The entry pins, in its ``env``, the location variables a host would drop that this
 palace needs (``mempal.paths.pinned_env``: a non-default data or config directory, an explicit runtime dir or
 socket); with the defaults there is nothing to pin, as the daemon's pointer in the data directory is found from
-HOME alone. ``--read-only`` registers the server in read-only mode. ``--agent cline|roo|kilo``: the extension's
-own MCP settings file instead (``EXTENSION_MCP``).
+HOME alone. ``--read-only`` registers the server in read-only mode. ``--agent NAME`` writes that agent's own MCP
+config instead: Gemini CLI's and Antigravity's (``mempal.install_gemini``), Cline's, Roo Code's and Kilo Code's
+settings files (``EXTENSION_MCP``), OpenCode's ``opencode.json`` (``AGENT_MCP``, ``mempal.install_mcp_opencode``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from mempal.install_files import (
@@ -31,11 +33,18 @@ from mempal.install_files import (
     script,
     write_text_atomic,
 )
+from mempal.install_mcp_opencode import install_opencode_mcp
 from mempal.paths import pinned_env
 
 SERVER_NAME = "mempal"
 EXIT_OK = 0
 EXIT_ERROR = 1
+
+
+# ``--agent NAME``: the agents whose own MCP config is written instead of Claude Code's
+AGENT_MCP: dict[str, Callable[[str, list[str], bool, dict[str, str] | None], None]] = {
+    "opencode": install_opencode_mcp,
+}
 
 
 def claude_mcp_path(scope: str) -> Path:
@@ -155,15 +164,18 @@ def cmd_install_mcp(args: argparse.Namespace) -> int:
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
     agent = getattr(args, "agent", "claude")
-    if agent in EXTENSION_MCP:
+    if agent in AGENT_MCP or agent in EXTENSION_MCP:
         try:
-            install_extension_mcp(agent, command, cmd_args, env, args.dry_run)
+            if agent in AGENT_MCP:
+                AGENT_MCP[agent](command, cmd_args, args.dry_run, env)
+            else:
+                install_extension_mcp(agent, command, cmd_args, env, args.dry_run)
         except InstallError as exc:
             _say(f"mempal: {exc}")
             return EXIT_ERROR
         if not args.dry_run:
             _say(f"{EXTENSION_MCP[agent][0]} reloads its MCP settings file by itself; mempal is listed in its MCP "
-                 "servers view.")
+                 "servers view." if agent in EXTENSION_MCP else f"Restart {agent} so it starts the mempal MCP server.")
         return EXIT_OK
     path = claude_mcp_path(args.scope)
     try:
@@ -190,9 +202,10 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude.json, for every project (default); project: ./.mcp.json")
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", *EXTENSION_MCP], default="claude",
-                   help="claude: Claude Code (default); gemini: ~/.gemini/settings.json; antigravity: "
-                        "~/.gemini/config/mcp_config.json; cline, roo, kilo: the extension's MCP settings file")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", *EXTENSION_MCP, *AGENT_MCP],
+                   default="claude", help="claude: Claude Code (default); gemini: ~/.gemini/settings.json; "
+                   "antigravity: ~/.gemini/config/mcp_config.json; cline, roo, kilo: the extension's MCP settings "
+                   "file; opencode: OpenCode's opencode.json")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
     p.set_defaults(func=cmd_install_mcp)

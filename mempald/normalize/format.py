@@ -24,7 +24,8 @@ A ``Format`` declares everything the intake needs to know about it, so the intak
 - optional hooks that read beside a unit through a ``Look`` the intake hands in (normalizers do no I/O of
   their own): ``unit_of`` (the unit a changed path belongs to: the export folder of a day file),
   ``beside`` (context from next to the unit: a sub-agent's parent, a chat's project folder) and ``gather``
-  (a folder's or database's ``Input``).
+  (a folder's or database's ``Input``); ``members``: the folders outside a folder unit whose files are also
+  its own (an OpenCode session's part folders), so their changes are the unit's.
 
 ``mempald.normalize.registry`` lists them; nothing else decides a unit's format.
 """
@@ -178,6 +179,9 @@ class Format:
     beside: Callable[[PurePath, CursorContext, Look], CursorContext] | None = None
     # A folder's or database's Input (its files or rows after the cursor's context), for reads folder/rows.
     gather: Callable[[PurePath, CursorContext, Look], Input] | None = None
+    # The folders, outside a folder unit, whose files are also the unit's (its change signature covers them):
+    # an OpenCode session's part folders, where its answers stream in.
+    members: Callable[[PurePath, Look], Sequence[PurePath]] | None = None
 
     @property
     def unit(self) -> Unit:

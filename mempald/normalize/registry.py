@@ -20,6 +20,9 @@ from mempald.normalize import (
     cline,
     codex,
     gemini,
+    opencode_db,
+    opencode_export,
+    opencode_storage,
     plaintext,
     slack,
 )
@@ -27,8 +30,9 @@ from mempald.normalize.format import Format, Probe
 
 # Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts.
 FORMATS: tuple[Format, ...] = (
-    aider.FORMAT, gemini.FORMAT, antigravity.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
-    claude_code.FORMAT, cline.FORMAT, slack.FORMAT, plaintext.FORMAT,
+    aider.FORMAT, gemini.FORMAT, antigravity.FORMAT, opencode_export.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT,
+    codex.FORMAT, claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT,
+    plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT
 _BY_NAME = {f.name: f for f in FORMATS}

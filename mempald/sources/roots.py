@@ -222,9 +222,16 @@ def source_from_spec(spec: SourceSpec, root: Path) -> Source:
 def unit_signature(unit: Unit) -> tuple[int, int, float]:
     """(files, total bytes, newest mtime) of a folder's or database's files: changes when any of them does."""
     if unit.fmt.unit == "folder":
-        return folder_signature(unit.path)
+        n, size, mtime = folder_signature(unit.path)
+        # files the unit is made of outside its folder (Format.members) change it too
+        for member in unit.fmt.members(PurePath(unit.path), LOOK) if unit.fmt.members is not None else ():
+            m, msize, mmtime = folder_signature(Path(member))
+            n, size, mtime = n + m, size + msize, max(mtime, mmtime)
+        return n, size, mtime
     n, size, mtime = 0, 0, 0.0
-    for suffix in ("", *_DB_SIDE):
+    # not the -shm: every reader, ours included, writes its read marks there, so counting it made each read of a WAL
+    # database the change that asked for the next read (a loop)
+    for suffix in ("", *(s for s in _DB_SIDE if s != "-shm")):
         try:
             st = os.stat(f"{unit.path}{suffix}")
         except OSError:

@@ -64,6 +64,9 @@ SAMPLES: dict[str, tuple[str, ...]] = {
               "repo:tests/fixtures/cline/roo_subtask/0195f3c2-7b1e-7a41-9c2e-5d8f6e2a1b07",
               "repo:tests/fixtures/cline/cline_api_only/1741500000000",
               "repo:tests/fixtures/cline/cline_sdk_session/1781203311842_k3f9q"),
+    "opencode": ("repo:tests/fixtures/opencode/storage",),
+    "opencode_db": ("repo:tests/fixtures/opencode/opencode.db",),
+    "opencode_export": ("repo:tests/fixtures/opencode/export/ses_9c8e9f580001e71lHFE8l6hlvY.json",),
     "text": (":note.md",),
 }
 

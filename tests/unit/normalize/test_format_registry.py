@@ -34,12 +34,13 @@ EXPECTED = {
 
 
 def test_every_format_has_one_parse_signature() -> None:
-    assert [f.name for f in registry.FORMATS] == ["aider", "gemini", "antigravity", "chatgpt", "claude_ai", "codex",
-                                                  "claude_code", "cline", "slack", "text"]
+    assert [f.name for f in registry.FORMATS] == ["aider", "gemini", "antigravity", "opencode_export", "chatgpt",
+                                                  "claude_ai", "codex", "claude_code", "cline", "slack", "opencode",
+                                                  "opencode_db", "text"]
     for fmt in registry.FORMATS:
         sig = inspect.signature(fmt.parse)
         assert list(sig.parameters) == ["inp"], fmt.name
-        assert fmt.reads in ("lines", "document", "folder") and fmt.summary
+        assert fmt.reads in ("lines", "document", "folder", "rows") and fmt.summary
         empty = Input(name="x", lines=[], data=b"", files={})
         if fmt.name in ("claude_code", "codex", "aider", "text", "antigravity"):
             out = fmt.parse(empty)
