@@ -1,0 +1,328 @@
+"""Cursor's own chat store, read live from the editor's SQLite database ``state.vscdb`` (a ``rows`` format: the
+unit is the database; it is read through the intake's ``Look.rows``, never opened here).
+
+Where (``User/`` is ``~/.config/Cursor/User``, ``~/Library/Application Support/Cursor/User``,
+``%APPDATA%\\Cursor\\User``):
+
+- ``globalStorage/state.vscdb``, table ``cursorDiskKV`` (``key TEXT UNIQUE, value BLOB``): a conversation is
+  ``composerData:<composerId>`` (``{_v, composerId, name, createdAt, lastUpdatedAt, status,
+  fullConversationHeadersOnly: [{bubbleId, type}], workspaceIdentifier?}``; older releases inline the bubbles
+  in ``conversation: [...]``), one message is ``bubbleId:<composerId>:<bubbleId>`` (``cursor_bubbles``);
+- ``workspaceStorage/<hash>/state.vscdb``, table ``ItemTable``: ``composer.composerData`` lists the
+  conversations of that workspace (``allComposers[].composerId``), ``workspace.json`` beside it names the
+  folder (``{"folder": "file:///..."}``): the wing. Releases before the composer kept chats in
+  ``workbench.panel.aichat.view.aichat.chatdata`` (``{tabs: [{tabId, chatTitle, bubbles: [{type: user|ai,
+  id, text}]}]}``), read here too.
+
+Incremental: ``gather`` reads only the conversations whose ``lastUpdatedAt`` is at or after the context's
+``since`` (one short statement each, in batches of ``BATCH_BYTES``; nothing else in the database is read:
+it also holds the editor's tokens). Exchange keys are the user bubble's id (``ids="message"``), so a
+conversation read again stores only its new exchanges. A conversation still ``generating`` keeps its last
+exchange back (its answer may still grow) and holds ``since`` before it; a bubble its headers name that is not
+written yet is treated the same way. A chat with no workspace goes to the wing ``cursor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
+from typing import Any
+
+from mempald.normalize import cursor_bubbles as cb
+from mempald.normalize.common import add_unique, as_str
+from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
+from mempald.normalize.ledger import Ledger
+from mempald.normalize.model import CursorContext, Exchange
+
+SOURCE_KIND = "cursor"
+DB_NAME = "state.vscdb"
+COMPOSER = "composerData:"
+BUBBLE = "bubbleId:"
+LEGACY_CHAT = "workbench.panel.aichat.view.aichat.chatdata"
+WORKSPACE_COMPOSERS = "composer.composerData"
+BATCH_BYTES = 32 << 20  # the bubbles one gather reads at most (a larger conversation is still read whole)
+_MAGIC = b"SQLite format 3\x00"
+_UPDATED = ("SELECT key, CASE WHEN json_valid(v) THEN coalesce(json_extract(v, '$.lastUpdatedAt'), "
+            "json_extract(v, '$.createdAt'), 0) ELSE 0 END AS updated FROM (SELECT key, CAST(value AS TEXT) AS v "
+            "FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;') WHERE updated >= ? "
+            "OR updated = 0 OR typeof(updated) != 'integer' ORDER BY updated, key")
+
+
+def _prefix_end(prefix: str) -> str:
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _tables(db: PurePath, look: Look) -> set[str]:
+    return {str(r[0]) for r in look.rows(db, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _workspace_folder(folder: PurePath, look: Look) -> str:
+    data = loads(look.read(folder / "workspace.json", 1 << 16) or b"")
+    if not isinstance(data, dict):
+        return ""
+    return cb.path_of_uri(data.get("folder") or data.get("workspace"))
+
+
+def beside(db: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
+    """A workspace database's folder (``workspace.json`` next to it) is the cwd of its chats."""
+    folder = _workspace_folder(db.parent, look)
+    return replace(ctx, cwd=folder) if folder and folder != ctx.cwd else ctx
+
+
+def _workspaces(db: PurePath, wanted: set[str], look: Look) -> list[dict[str, Any]]:
+    """Rows naming the workspace folder of the conversations in ``wanted`` (a global database's chats are
+    listed by the workspace databases next to it)."""
+    storage = db.parent.parent / "workspaceStorage"
+    out: list[dict[str, Any]] = []
+    for name in look.entries(storage) if wanted else ():
+        ws = storage / name
+        if not look.is_file(ws / DB_NAME):
+            continue
+        folder = _workspace_folder(ws, look)
+        try:
+            rows = look.rows(ws / DB_NAME, "SELECT value FROM ItemTable WHERE key = ?", (WORKSPACE_COMPOSERS,))
+        except OSError:
+            continue  # a workspace database that cannot be read now only loses its folder name
+        data = loads(rows[0][0]) if rows and isinstance(rows[0][0], str | bytes) else None
+        listed = data.get("allComposers") if isinstance(data, dict) else None
+        for item in listed if isinstance(listed, list) else []:
+            cid = as_str(item.get("composerId")) if isinstance(item, dict) else ""
+            if cid in wanted and folder:
+                out.append({"table": "workspace", "key": cid, "value": folder})
+                wanted.discard(cid)
+    return out
+
+
+def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
+    """The rows of the conversations updated since ``ctx.since`` (module docstring). Errors of the database
+    (locked, corrupt: an ``OSError``) are the intake's to count and retry."""
+    tables = _tables(db, look)
+    rows: list[dict[str, Any]] = []
+    if "cursorDiskKV" in tables:
+        size = 0
+        for key, _updated in look.rows(db, _UPDATED, (ctx.since,)):
+            cid = str(key)[len(COMPOSER):]
+            composer = look.rows(db, "SELECT key, value FROM cursorDiskKV WHERE key = ?", (key,))
+            prefix = f"{BUBBLE}{cid}:"
+            bubbles = look.rows(db, "SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
+                                (prefix, _prefix_end(prefix)))
+            rows += [{"table": "cursorDiskKV", "key": str(k), "value": v} for k, v in composer + bubbles]
+            size += sum(len(v) for _k, v in bubbles if isinstance(v, str | bytes))
+            if size >= BATCH_BYTES:
+                break
+        wanted = {str(r["key"])[len(COMPOSER):] for r in rows if str(r["key"]).startswith(COMPOSER)}
+        rows += _workspaces(db, wanted, look)
+    if "ItemTable" in tables:
+        rows += [{"table": "ItemTable", "key": str(k), "value": v} for k, v in
+                 look.rows(db, "SELECT key, value FROM ItemTable WHERE key = ?", (LEGACY_CHAT,))]
+    return Input(name=str(db), context=ctx, rows=rows)
+
+
+@dataclass
+class _Conv:
+    """What one conversation's reading builds."""
+
+    cid: str
+    cwd: str | None
+    title: str
+    created: Any
+    ledger: Ledger
+    out: list[Exchange] = field(default_factory=list)
+    user: str = ""
+    key: str = ""
+    when: Any = None
+    answer: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    attached: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        if self.key and (self.user or self.answer):
+            extra = (("attachments", "\n".join(self.attached)),) if self.attached else ()
+            self.out.append(Exchange(
+                SOURCE_KIND, self.cid, self.key, self.user, "\n\n".join(self.answer),
+                timestamp=cb.iso_of(self.when) or cb.iso_of(self.created), cwd=self.cwd, agent=SOURCE_KIND,
+                title=self.title or None, position=len(self.out), tools=tuple(self.tools), files=tuple(self.files),
+                extra=extra, project=self.cwd))
+        self.user, self.key, self.when = "", "", None
+        self.answer, self.tools, self.files, self.attached, self.refs = [], [], [], [], []
+
+    def bubble(self, ref: str, bubble: dict[str, Any], kind: int, bid: str) -> None:
+        if kind == cb.USER:
+            self.close()
+            self.key, self.when, self.user = bid, bubble.get("createdAt"), cb.user_text(bubble)
+            self.attached = cb.attachments(bubble)
+            if self.user or self.attached:
+                self.ledger.stored(ref, bid)
+            else:
+                self.ledger.skipped(ref, "empty prompt")
+            self.refs.append(ref)
+            return
+        parts, tools, files = cb.answer_parts(bubble, self.cwd)
+        if not parts:
+            self.ledger.skipped(ref, "thinking only" if cb.has_thinking(bubble) else "empty message")
+            return
+        if not self.key:
+            self.key, self.when = bid, bubble.get("createdAt")  # an answer before any prompt: kept, no prompt
+        self.answer += parts
+        for t in tools:
+            add_unique(self.tools, t)
+        for f in files:
+            add_unique(self.files, f)
+        if tools and not as_str(bubble.get("text")).strip():
+            self.ledger.folded(ref, self.key, "tool call")
+        else:
+            self.ledger.stored(ref, self.key)
+        self.refs.append(ref)
+
+    def hold_back(self, reason: str) -> None:
+        """The open exchange is not kept now (its answer may still grow): read again next time."""
+        for ref in self.refs:
+            self.ledger.entries = [a for a in self.ledger.entries if a.ref != ref]
+            self.ledger.skipped(ref, reason)
+        self.key, self.refs = "", []
+
+
+def _value(raw: Any) -> Any:
+    return loads(raw) if isinstance(raw, str | bytes) else None
+
+
+def _composer(cid: str, data: dict[str, Any], bubbles: Mapping[str, tuple[str, Any]], folders: Mapping[str, str],
+              ctx: CursorContext, ledger: Ledger, used: set[str]) -> tuple[list[Exchange], bool]:
+    """A conversation's exchanges, and whether it was read whole (False: read it again next time)."""
+    ident = data.get("workspaceIdentifier")
+    cwd = (cb.path_of_uri(ident.get("uri")) if isinstance(ident, dict) else "") or folders.get(cid) or ctx.cwd
+    conv = _Conv(cid, cwd or None, as_str(data.get("name")), data.get("createdAt"), ledger)
+    generating = as_str(data.get("status")) == "generating"
+    inline = data.get("conversation")
+    headers = data.get("fullConversationHeadersOnly")
+    use_inline = isinstance(inline, list) and bool(inline)
+    items: list[Any] = []
+    if isinstance(inline, list) and inline:
+        items = inline
+    elif isinstance(headers, list):
+        items = headers
+    whole = True
+    for n, head in enumerate(items):
+        if not isinstance(head, dict):
+            continue
+        bid = as_str(head.get("bubbleId")) or f"{n}"
+        if use_inline:
+            ref, bubble = f"{COMPOSER}{cid}/conversation[{n}]", head
+        elif bid in bubbles:
+            ref, bubble = bubbles[bid][0], _value(bubbles[bid][1])
+            used.add(bid)
+        else:
+            if generating:
+                whole = False
+                break
+            continue  # a message deleted since (a checkpoint restored): the rest is read
+        if not isinstance(bubble, dict):
+            ledger.skipped(ref, "not a message (null or not JSON)")
+            continue
+        kind = bubble.get("type", head.get("type"))
+        if kind not in (cb.USER, cb.ASSISTANT):
+            ledger.skipped(ref, f"unknown message type {kind!r}")
+            continue
+        conv.bubble(ref, bubble, kind, bid)
+    if generating or not whole:
+        conv.hold_back("still being written (read again when it changes)")
+        whole = False
+    conv.close()
+    return conv.out, whole
+
+
+def _legacy(key: str, raw: Any, ctx: CursorContext, ledger: Ledger) -> list[Exchange]:
+    """The chat tabs of releases before the composer (``LEGACY_CHAT``)."""
+    data = _value(raw)
+    tabs = data.get("tabs") if isinstance(data, dict) else None
+    if not isinstance(tabs, list):
+        ledger.skipped(f"ItemTable/{key}", "no chat tabs (unknown shape)")
+        return []
+    out: list[Exchange] = []
+    for t, tab in enumerate(tabs):
+        if not isinstance(tab, dict):
+            continue
+        tid = as_str(tab.get("tabId")) or f"tab{t}"
+        conv = _Conv(tid, ctx.cwd or None, as_str(tab.get("chatTitle")), tab.get("lastSendTime"), ledger)
+        bubbles = tab.get("bubbles")
+        for n, bubble in enumerate(bubbles if isinstance(bubbles, list) else []):
+            ref = f"ItemTable/{key}/{tid}/{n}"
+            if not isinstance(bubble, dict):
+                ledger.skipped(ref, "not a message")
+                continue
+            kind = {"user": cb.USER, "ai": cb.ASSISTANT}.get(as_str(bubble.get("type")))
+            if kind is None:
+                ledger.skipped(ref, f"unknown message type {bubble.get('type')!r}")
+                continue
+            text = as_str(bubble.get("text")) or as_str(bubble.get("rawText"))
+            conv.bubble(ref, {**bubble, "text": text}, kind, as_str(bubble.get("id")) or f"{tid}:{n}")
+        conv.close()
+        out += conv.out
+    return out
+
+
+def parse(inp: Input) -> Parsed:
+    """The exchanges of the rows ``gather`` read; ``since`` moves to the last conversation read whole."""
+    ledger = Ledger()
+    ctx = inp.context
+    composers: list[tuple[str, dict[str, Any], str]] = []
+    bubbles: dict[str, dict[str, tuple[str, Any]]] = {}
+    folders: dict[str, str] = {}
+    out: list[Exchange] = []
+    for row in inp.rows:
+        table, key, raw = as_str(row.get("table")), as_str(row.get("key")), row.get("value")
+        ref = f"{table}/{key}"
+        if table == "workspace":
+            folders[key] = as_str(raw)
+            ledger.folded(ref, "", "workspace folder")
+        elif table == "ItemTable" and key == LEGACY_CHAT:
+            out += _legacy(key, raw, ctx, ledger)
+        elif key.startswith(COMPOSER):
+            data = _value(raw)
+            if isinstance(data, dict):
+                composers.append((key[len(COMPOSER):], data, ref))
+            else:
+                ledger.skipped(ref, "conversation header not JSON")
+        elif key.startswith(BUBBLE) and key.count(":") >= 2:
+            _, cid, bid = key.split(":", 2)
+            bubbles.setdefault(cid, {})[bid] = (ref, raw)
+        else:
+            ledger.skipped(ref, "not a conversation row")
+    since = ctx.since
+    held: list[int] = []
+    for cid, data, ref in composers:
+        used: set[str] = set()
+        exchanges, whole = _composer(cid, data, bubbles.get(cid, {}), folders, ctx, ledger, used)
+        ledger.folded(ref, exchanges[0].key if exchanges else "", "conversation header")
+        for bid, (bref, _raw) in bubbles.pop(cid, {}).items():
+            if bid not in used:
+                ledger.skipped(bref, "not in its conversation's messages")
+        out += exchanges
+        updated = data.get("lastUpdatedAt") or data.get("createdAt")
+        if isinstance(updated, int) and not isinstance(updated, bool):
+            if whole:
+                since = max(since, updated)
+            else:
+                held.append(updated)
+    for rest in bubbles.values():
+        for bref, _raw in rest.values():
+            ledger.skipped(bref, "its conversation header is missing")
+    if held:
+        since = min(held)  # (each was read because it is at or after the context's own)
+    return Parsed(out, ledger, replace(ctx, format=SOURCE_KIND, since=since))
+
+
+def detect(probe: Probe) -> bool:
+    """An editor's ``state.vscdb`` (a SQLite database by its first bytes)."""
+    return probe.base == DB_NAME and (not probe.head or probe.head.startswith(_MAGIC))
+
+
+PLACES = (Place("Cursor", linux=("$XDG_CONFIG_HOME/Cursor/User",),
+                macos=("~/Library/Application Support/Cursor/User",), windows=("%APPDATA%/Cursor/User",),
+                globs=("globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb"), setting="cursor"),)
+
+FORMAT = Format(SOURCE_KIND, "rows", detect, parse, names=(DB_NAME,), summary="Cursor's chat store (state.vscdb)",
+                places=PLACES, ids="message", beside=beside, gather=gather)
