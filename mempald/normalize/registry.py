@@ -11,12 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mempald.normalize import aider, chatgpt, claude_ai, claude_code, codex, gemini, plaintext, slack
+from mempald.normalize import (
+    aider,
+    chatgpt,
+    claude_ai,
+    claude_code,
+    codex,
+    copilot,
+    copilot_cli,
+    cursor_export,
+    gemini,
+    plaintext,
+    slack,
+    specstory,
+)
 from mempald.normalize.format import Format, Probe
 
 # Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts.
 FORMATS: tuple[Format, ...] = (
-    aider.FORMAT, gemini.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT, claude_code.FORMAT,
+    aider.FORMAT, specstory.FORMAT, cursor_export.FORMAT, gemini.FORMAT, copilot.FORMAT,
+    copilot_cli.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT, claude_code.FORMAT,
     slack.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT

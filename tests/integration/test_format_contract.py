@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,9 @@ from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.edge import EdgeStore
 from tests.conftest import FORMATS, REPO, lines_in
+from tests.copilot_samples import write_cli_session, write_json_session, write_jsonl_session
+from tests.cursor_samples import DirLook, build_cursor_user
+from tests.unit.normalize.test_cursor_export import EXPORT, SPECSTORY_V2
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +57,23 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "claude_ai": ("repo:tests/fixtures/claude_ai/conversations.json",),
     "slack": ("slack/slackdump_export_2025",),
     "text": (":note.md",),
+    "copilot": (":chat_session.json", ":chat_session.jsonl"),  # tests/copilot_samples.py
+    "copilot_cli": (":events.jsonl",),
+    "specstory": (":specstory.md",),  # tests/unit/normalize/test_cursor_export.py
+    "cursor_export": (":cursor_export.md",),
 }
+WRITTEN: dict[str, Callable[[Path], Path]] = {
+    ":chat_session.json": write_json_session, ":chat_session.jsonl": write_jsonl_session,
+    ":events.jsonl": write_cli_session,
+    ":specstory.md": lambda folder: _write(folder / "2026-11-02_09-12Z-flaky.md", SPECSTORY_V2),
+    ":cursor_export.md": lambda folder: _write(folder / "cursor_rate_limiter.md", EXPORT),
+}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 @dataclass
@@ -101,6 +120,10 @@ async def palace(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tupl
 
 def _place(fmt: str, rel: str, folder: Path) -> Unit:
     folder.mkdir(parents=True, exist_ok=True)
+    if rel.startswith(":") and registry.by_name(fmt).reads == "rows":
+        return Unit(fmt, build_cursor_user(folder), None)
+    if rel in WRITTEN:
+        return Unit(fmt, WRITTEN[rel](folder), None)
     if rel.startswith(":"):
         path = folder / rel[1:]
         path.write_text(NOTE)
@@ -147,7 +170,16 @@ async def _count_by_content(daemon: Daemon, under: Path) -> dict[str, int]:
 async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: Path) -> None:
     unit = _place(fmt, rel, tmp_path)
     found = registry.by_name(fmt)
-    if found.reads == "folder":
+    if found.reads == "rows":
+        assert found.gather is not None
+        ctx = CursorContext(format=fmt)
+        ctx = found.beside(unit.path, ctx, DirLook()) if found.beside else ctx
+        inp = found.gather(unit.path, ctx, DirLook())
+        parsed = found.parse(inp)
+        refs = [str(a.ref) for a in parsed.ledger.entries]
+        rows = [f"{r['table']}/{r['key']}" for r in inp.rows]
+        assert sorted(refs) == sorted(rows), "every row read has exactly one outcome"
+    elif found.reads == "folder":
         files = {str(p.relative_to(unit.path)): p.read_bytes() for p in unit.path.rglob("*") if p.is_file()}
         parsed = found.parse(Input(name=str(unit.path), files=files, context=CursorContext(format=fmt)))
     elif found.reads == "lines":

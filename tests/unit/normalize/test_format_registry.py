@@ -34,12 +34,13 @@ EXPECTED = {
 
 
 def test_every_format_has_one_parse_signature() -> None:
-    assert [f.name for f in registry.FORMATS] == ["aider", "gemini", "chatgpt", "claude_ai", "codex", "claude_code",
+    assert [f.name for f in registry.FORMATS] == ["aider", "specstory", "cursor_export", "gemini", "copilot",
+                                                  "copilot_cli", "chatgpt", "claude_ai", "codex", "claude_code",
                                                   "slack", "text"]
     for fmt in registry.FORMATS:
         sig = inspect.signature(fmt.parse)
         assert list(sig.parameters) == ["inp"], fmt.name
-        assert fmt.reads in ("lines", "document", "folder") and fmt.summary
+        assert fmt.reads in ("lines", "document", "folder", "rows") and fmt.summary
         empty = Input(name="x", lines=[], data=b"", files={})
         if fmt.name in ("claude_code", "codex", "aider", "text"):
             out = fmt.parse(empty)
