@@ -1,0 +1,160 @@
+"""Cursor backfill: a ``state.vscdb`` in the real schema read whole, incrementally, while Cursor keeps writing.
+
+    python bench/cursor_backfill.py [--n 5000] [--exchanges 10] [--pad-kb 0] [--smoke] [--json PATH] [--keep]
+
+1. Builds ``~/.config/Cursor/User`` in a temp HOME: the global ``state.vscdb`` (``ItemTable``, ``cursorDiskKV``)
+   with N conversations (``composerData:<id>`` headers, ``bubbleId:<id>:<bubble>`` messages: prompts, answers
+   with code, tool calls whose ``toolFormerData.result`` carries ``--pad-kb`` of output, thinking) and one
+   workspace database naming its folder, WAL mode as Cursor keeps it. ``--n 5000 --pad-kb 20`` makes ~1 GB.
+2. ``read``: the format's own read (``cursor.gather`` through ``sqlite_ro``, batch after batch until ``since``
+   stops moving, then ``parse``) while a writer process commits a bubble every 50 ms: exchanges/s, this
+   process's peak RSS growth, and the writer's max commit time (the "never disturb the editor" figure).
+3. ``follow``: one more exchange written by the writer; the time until a read from the last context returns it.
+
+The daemon-level run (the watched store made keyword-searchable, ``status``'s progress line, RSS, against
+``bench/backfill.py --keyword-only`` at the same exchange count) needs the intake that asks a format for its
+rows: ``--daemon`` runs it where that intake is present.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _harness import REPO, bench_env, loadavg, paragraph, parser, report, size
+
+sys.path.insert(0, str(REPO))
+
+from mempald.normalize import cursor
+from mempald.normalize.model import CursorContext
+from tests.cursor_samples import DirLook, create_db, put
+
+T0 = 1766691308486
+WRITER = r"""
+import json, os, sqlite3, sys, time
+path, cid, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+waits, n = [], 0
+while not os.path.exists(stop):
+    n += 1
+    t0 = time.monotonic()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:{cid}:live{n}",
+               json.dumps({"_v": 3, "type": 2, "bubbleId": f"live{n}", "text": "streamed " * 50})))
+    db.execute("COMMIT")
+    waits.append(time.monotonic() - t0)
+    time.sleep(0.05)
+print(json.dumps({"commits": n, "max_wait_ms": round(max(waits) * 1000, 2)}), flush=True)
+"""
+
+
+def build(user: Path, n: int, exchanges: int, pad_kb: int, seed: int = 7) -> tuple[Path, int]:
+    rnd = random.Random(seed)
+    db_path = user / "globalStorage" / "state.vscdb"
+    db = create_db(db_path)
+    db.execute("BEGIN")
+    pad = "x" * (pad_kb * 1024)
+    total = 0
+    for c in range(n):
+        cid = f"c{c:06d}-4e55-9d61-0f3c2a7b8e11"
+        heads: list[dict[str, Any]] = []
+        rows: list[tuple[str, str]] = []
+        for e in range(exchanges):
+            u, a, t = f"u{e}", f"a{e}", f"t{e}"
+            heads += [{"bubbleId": u, "type": 1}, {"bubbleId": t, "type": 2}, {"bubbleId": a, "type": 2}]
+            rows.append((f"bubbleId:{cid}:{u}", json.dumps({"_v": 3, "type": 1, "bubbleId": u,
+                                                             "text": paragraph(rnd, rnd.randint(15, 60))})))
+            rows.append((f"bubbleId:{cid}:{t}", json.dumps({
+                "_v": 3, "type": 2, "bubbleId": t, "text": "", "thinking": {"text": paragraph(rnd, 30)},
+                "toolFormerData": {"name": "read_file", "status": "completed",
+                                   "rawArgs": json.dumps({"target_file": f"src/m{e}.py"}), "result": pad}})))
+            rows.append((f"bubbleId:{cid}:{a}", json.dumps({
+                "_v": 3, "type": 2, "bubbleId": a,
+                "text": paragraph(rnd, rnd.randint(60, 200)) + "\n\n```python\nprint('ok')\n```\n"})))
+            total += 1
+        db.executemany("INSERT INTO cursorDiskKV VALUES (?, ?)", rows)
+        put(db, f"composerData:{cid}", {"_v": 10, "composerId": cid, "name": f"chat {c}", "status": "completed",
+                                        "createdAt": T0 + c, "lastUpdatedAt": T0 + c,
+                                        "fullConversationHeadersOnly": heads})
+    db.execute("COMMIT")
+    db.close()
+    return db_path, total
+
+
+def read_all(db_path: Path, ctx: CursorContext) -> tuple[int, CursorContext, int]:
+    """Every batch until ``since`` stops moving: exchanges read, the last context, batches."""
+    look = DirLook()
+    exchanges, batches = 0, 0
+    while True:
+        parsed = cursor.parse(cursor.gather(db_path, ctx, look))
+        batches += 1
+        exchanges += len(parsed.exchanges)
+        if parsed.context.since == ctx.since:
+            return exchanges, parsed.context, batches
+        ctx = parsed.context
+
+
+def main() -> None:
+    ap = parser(__doc__ or "", 5000, 40)
+    ap.add_argument("--exchanges", type=int, default=10, help="exchanges per conversation")
+    ap.add_argument("--pad-kb", type=int, default=0, help="tool output carried by each tool-call message (KB)")
+    args = ap.parse_args()
+    n = size(args)
+    load_start = loadavg()
+    with bench_env(keep=args.keep) as be:
+        user = be.home / ".config" / "Cursor" / "User"
+        t0 = time.monotonic()
+        db_path, total = build(user, n, args.exchanges, args.pad_kb)
+        build_s = time.monotonic() - t0
+        db_mb = sum(p.stat().st_size for p in db_path.parent.iterdir()) / 2**20
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        stop = be.root / "stop-writer"
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), "c000000-4e55-9d61-0f3c2a7b8e11",
+                                   str(stop)], stdout=subprocess.PIPE, text=True)
+        t1 = time.monotonic()
+        read, ctx, batches = read_all(db_path, CursorContext(format="cursor"))
+        read_s = time.monotonic() - t1
+        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # follow: Cursor adds a conversation; the next read from the last context finds it
+        db = sqlite3.connect(db_path, timeout=5.0, isolation_level=None)
+        put(db, "bubbleId:cnew:u0", {"_v": 3, "type": 1, "bubbleId": "u0", "text": "a new question"})
+        put(db, "bubbleId:cnew:a0", {"_v": 3, "type": 2, "bubbleId": "a0", "text": "a new answer"})
+        put(db, "composerData:cnew", {"_v": 10, "composerId": "cnew", "createdAt": T0 + n + 10,
+                                      "lastUpdatedAt": T0 + n + 10, "status": "completed",
+                                      "fullConversationHeadersOnly": [{"bubbleId": "u0", "type": 1},
+                                                                      {"bubbleId": "a0", "type": 2}]})
+        db.close()
+        t2 = time.monotonic()
+        parsed = cursor.parse(cursor.gather(db_path, ctx, DirLook()))
+        follow_ms = (time.monotonic() - t2) * 1000
+        assert any(e.session_id == "cnew" for e in parsed.exchanges)
+        stop.touch()
+        out, _ = writer.communicate(timeout=30)
+        lines = out.strip().splitlines()
+        wr = json.loads(lines[-1]) if lines else {}
+    result = {"conversations": n, "exchanges": total, "exchanges_read": read, "db_mb": round(db_mb, 1),
+              "build_s": round(build_s, 1), "read_s": round(read_s, 2), "batches": batches,
+              "exchanges_per_s": round(read / read_s, 1) if read_s else None,
+              "rss_growth_mb": round(rss1 - rss0, 1), "follow_ms": round(follow_ms, 1),
+              "writer_max_commit_ms": wr.get("max_wait_ms"), "writer_commits": wr.get("commits"),
+              "loadavg_start": load_start}
+    report("cursor backfill (format read)", [
+        ("conversations / exchanges", f"{n} / {total}"),
+        ("database (MB)", result["db_mb"]),
+        ("read whole (s), batches", f"{result['read_s']}, {batches}"),
+        ("exchanges/s", result["exchanges_per_s"]),
+        ("peak RSS growth of the reader (MB)", result["rss_growth_mb"]),
+        ("a new conversation read in (ms)", result["follow_ms"]),
+        ("Cursor's max commit while read (ms)", result["writer_max_commit_ms"]),
+    ], result, args.json)
+
+
+if __name__ == "__main__":
+    main()
