@@ -103,3 +103,62 @@ def install_editor_mcp(agent: str, scope: str, command: str, args: list[str], en
     change = apply(path, before, after, dry_run=dry_run)
     report(change, label + (" removed" if uninstall else ""), dry_run=dry_run)
     return change.changed
+
+
+# Cursor's hooks ----------------------------------------------------------------------------------------------
+CURSOR_ENTRY = "from mempal.hook_cursor import entry"
+CURSOR_EVENTS = {"sessionStart": "session-start"}  # what Cursor lets a hook add context to (mempal.hook_cursor)
+
+
+def cursor_hooks_path(scope: str) -> Path:
+    return (Path.home() if scope == "user" else Path.cwd()) / ".cursor" / "hooks.json"
+
+
+def cursor_hook_commands(prefix_argv: list[str], guard_entry: str) -> dict[str, str]:
+    """Cursor's event -> the command (``mempal.install.hook_argv`` with Cursor's entry in its guard)."""
+    import shlex
+
+    argv = [a.replace(guard_entry, CURSOR_ENTRY) for a in prefix_argv]
+    return {event: shlex.join(argv) + " " + verb for event, verb in CURSOR_EVENTS.items()}
+
+
+def _is_ours(handler: object) -> bool:
+    return isinstance(handler, dict) and CURSOR_ENTRY in str(handler.get("command", ""))
+
+
+def cursor_hooks(config: Json, commands: dict[str, str] | None, path: Path) -> Json:
+    """``config`` with mempal's handlers replaced by ``commands`` (None: removed), the rest kept (pure)."""
+    out = copy.deepcopy(config)
+    hooks = out.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InstallError(f'{path}: "hooks" is not an object; fix it by hand, nothing was changed')
+    for event in set(hooks) | set(commands or {}):
+        current = hooks.get(event, [])
+        if not isinstance(current, list):
+            raise InstallError(f"{path}: hooks.{event} is not a list; fix it by hand, nothing was changed")
+        kept = [h for h in current if not _is_ours(h)]
+        wanted = [{"command": commands[event]}] if commands and event in commands else []
+        if [h for h in current if _is_ours(h)] == wanted:
+            continue
+        if kept or wanted:
+            hooks[event] = kept + wanted
+        else:
+            del hooks[event]
+    if not hooks:
+        del out["hooks"]
+    elif "version" not in out:
+        out["version"] = 1
+    return out
+
+
+def install_cursor_hooks(scope: str, prefix_argv: list[str], guard_entry: str, *, dry_run: bool,
+                         uninstall: bool) -> bool:
+    path = cursor_hooks_path(scope)
+    if uninstall and not path.exists():
+        print(f"mempal hooks for Cursor: {path} does not exist; nothing changed", file=sys.stderr)
+        return False
+    before = read_json(path)
+    commands = None if uninstall else cursor_hook_commands(prefix_argv, guard_entry)
+    change = apply(path, before, cursor_hooks(before, commands, path), dry_run=dry_run)
+    report(change, "mempal hooks for Cursor" + (" removed" if uninstall else ""), dry_run=dry_run)
+    return change.changed

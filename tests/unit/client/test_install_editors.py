@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,39 @@ def test_project_scope_files_and_a_broken_file_left_alone(home: Path, tmp_path: 
     out = mempal("install-mcp", "--agent", "cursor", cwd=proj)
     assert out.returncode == 1 and "not valid JSON" in out.stderr
     assert broken.read_text() == '{"mcpServers": {"acme": '
+
+
+def test_install_hooks_for_cursor_keeps_theirs_is_idempotent_and_uninstalls(home: Path, tmp_path: Path) -> None:
+    path = home / ".cursor" / "hooks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    theirs = {"version": 1, "hooks": {"sessionStart": [{"command": "./audit.sh"}],
+                                      "afterFileEdit": [{"command": "prettier --write"}]}}
+    path.write_text(json.dumps(theirs))
+    dry = mempal("install-hooks", "--agent", "cursor", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(path.read_text()) == theirs
+    assert mempal("install-hooks", "--agent", "cursor", cwd=tmp_path).returncode == 0
+    cfg = json.loads(path.read_text())
+    assert cfg["version"] == 1 and cfg["hooks"]["afterFileEdit"] == [{"command": "prettier --write"}]
+    first, ours = cfg["hooks"]["sessionStart"]
+    assert first == {"command": "./audit.sh"}
+    assert "from mempal.hook_cursor import entry" in ours["command"] and ours["command"].endswith(" session-start")
+    assert set(cfg["hooks"]) == {"sessionStart", "afterFileEdit"}  # beforeSubmitPrompt cannot add context
+    text = path.read_text()
+    assert mempal("install-hooks", "--agent", "cursor", cwd=tmp_path).returncode == 0 and path.read_text() == text
+
+    # the command as Cursor runs it: a Cursor-shaped input, no daemon: exit 0, nothing on stdout (fail open)
+    cmd = ours["command"]
+    payload = json.dumps({"hook_event_name": "sessionStart", "conversation_id": "c1", "generation_id": "g1",
+                          "workspace_roots": [str(tmp_path)]})
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, shell=True, input=payload, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "MEMPAL_RUNTIME_DIR": str(tmp_path / "no-daemon")})
+    assert res.returncode == 0 and res.stdout == ""
+    assert time.monotonic() - t0 < 10
+    probe = subprocess.run(cmd.replace(" session-start", " session-start --probe"), shell=True,
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and "ok" in probe.stdout
+
+    assert mempal("uninstall-hooks", "--agent", "cursor", cwd=tmp_path).returncode == 0
+    assert json.loads(path.read_text()) == theirs
