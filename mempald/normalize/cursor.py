@@ -211,6 +211,8 @@ def _composer(cid: str, data: dict[str, Any], bubbles: Mapping[str, tuple[str, A
         bid = as_str(head.get("bubbleId")) or f"{n}"
         if use_inline:
             ref, bubble = f"{COMPOSER}{cid}/conversation[{n}]", head
+        elif bid in used:
+            continue  # a header listing a message twice: it is read once
         elif bid in bubbles:
             ref, bubble = bubbles[bid][0], _value(bubbles[bid][1])
             used.add(bid)
