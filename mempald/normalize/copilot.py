@@ -136,8 +136,8 @@ def _attachments(req: dict[str, Any]) -> list[str]:
 
 
 def _exchange(req: dict[str, Any], n: int, sid: str, ctx: CursorContext, title: str | None,
-              ledger: Ledger) -> Exchange | None:
-    ref = f"requests[{n}]"
+              ledger: Ledger, where: str, agent: str) -> Exchange | None:
+    ref = f"{where}requests[{n}]"
     key = as_str(req.get("requestId")) or f"{sid}:{n}"
     message = req.get("message")
     prompt = as_str(message.get("text")) if isinstance(message, dict) else as_str(message)
@@ -164,8 +164,8 @@ def _exchange(req: dict[str, Any], n: int, sid: str, ctx: CursorContext, title: 
         return None
     ledger.stored(ref, key)
     extra = (("attachments", "\n".join(attached)),) if attached else ()
-    return Exchange(SOURCE_KIND, sid, key, prompt, answer, timestamp=iso_of(req.get("timestamp")),
-                    cwd=ctx.cwd or None, agent=SOURCE_KIND, title=title, position=n, tools=tuple(tools),
+    return Exchange(agent, sid, key, prompt, answer, timestamp=iso_of(req.get("timestamp")),
+                    cwd=ctx.cwd or None, agent=agent, title=title, position=n, tools=tuple(tools),
                     files=tuple(files), extra=extra, project=ctx.cwd or None)
 
 
@@ -178,16 +178,24 @@ def parse(inp: Input) -> Parsed:
     if not isinstance(root, dict) or not isinstance(root.get("requests"), list):
         raise NormalizeError(f"{inp.name or 'document'}: not a Copilot chat session (no 'requests' list)")
     sid = as_str(root.get("sessionId")) or stem
-    title = as_str(root.get("customTitle")).strip() or None
     ctx = replace(inp.context, format=SOURCE_KIND, session_id=sid)
+    return Parsed(session_exchanges(root, sid, ctx, ledger), ledger, ctx)
+
+
+def session_exchanges(root: dict[str, Any], sid: str, ctx: CursorContext, ledger: Ledger, *, where: str = "",
+                      agent: str = SOURCE_KIND) -> list[Exchange]:
+    """The exchanges of one chat session object (its ``requests``); ``where`` prefixes its ledger refs (a session
+    inside a database row), ``agent`` is whose chat it is (Cursor's chat panel keeps the same shape)."""
+    title = as_str(root.get("customTitle")).strip() or None
     out: list[Exchange] = []
-    for n, req in enumerate(root["requests"]):
-        ex = _exchange(req, n, sid, ctx, title, ledger) if isinstance(req, dict) else None
+    requests = root.get("requests")
+    for n, req in enumerate(requests if isinstance(requests, list) else []):
+        ex = _exchange(req, n, sid, ctx, title, ledger, where, agent) if isinstance(req, dict) else None
         if not isinstance(req, dict):
-            ledger.skipped(f"requests[{n}]", "not an object")
+            ledger.skipped(f"{where}requests[{n}]", "not an object")
         if ex is not None:
             out.append(ex)
-    return Parsed(out, ledger, ctx)
+    return out
 
 
 def beside(path: PurePath, ctx: CursorContext, look: Look) -> CursorContext:

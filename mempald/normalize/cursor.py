@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
+from mempald.normalize import copilot
 from mempald.normalize import cursor_bubbles as cb
 from mempald.normalize.common import add_unique, as_str
 from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
@@ -40,6 +41,7 @@ DB_NAME = "state.vscdb"
 COMPOSER = "composerData:"
 BUBBLE = "bubbleId:"
 LEGACY_CHAT = "workbench.panel.aichat.view.aichat.chatdata"
+PANEL_SESSIONS = "interactive.sessions"  # the chat panel's sessions (VS Code's shape: ``copilot``)
 WORKSPACE_COMPOSERS = "composer.composerData"
 BATCH_BYTES = 32 << 20  # the bubbles one gather reads at most (a larger conversation is still read whole)
 _MAGIC = b"SQLite format 3\x00"
@@ -115,7 +117,7 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
         rows += _workspaces(db, wanted, look)
     if "ItemTable" in tables:
         rows += [{"table": "ItemTable", "key": str(k), "value": v} for k, v in
-                 look.rows(db, "SELECT key, value FROM ItemTable WHERE key = ?", (LEGACY_CHAT,))]
+                 look.rows(db, "SELECT key, value FROM ItemTable WHERE key IN (?, ?)", (LEGACY_CHAT, PANEL_SESSIONS))]
     return Input(name=str(db), context=ctx, rows=rows)
 
 
@@ -266,6 +268,25 @@ def _legacy(key: str, raw: Any, ctx: CursorContext, ledger: Ledger) -> list[Exch
     return out
 
 
+def _panel(key: str, raw: Any, ctx: CursorContext, ledger: Ledger, name: str) -> list[Exchange]:
+    """The chat panel's sessions (``PANEL_SESSIONS``: a list of VS Code chat sessions): Cursor's own in Cursor's
+    store, GitHub Copilot's in VS Code's (releases before ``chatSessions/``)."""
+    data = _value(raw)
+    if not isinstance(data, list):
+        ledger.skipped(f"ItemTable/{key}", "no chat sessions (unknown shape)")
+        return []
+    agent = copilot.SOURCE_KIND if "/Code" in name.replace("\\", "/") else SOURCE_KIND
+    out: list[Exchange] = []
+    for n, session in enumerate(data):
+        where = f"ItemTable/{key}/{n}/"
+        if not isinstance(session, dict):
+            ledger.skipped(where.rstrip("/"), "not a chat session")
+            continue
+        sid = as_str(session.get("sessionId")) or f"{key}:{n}"
+        out += copilot.session_exchanges(session, sid, ctx, ledger, where=where, agent=agent)
+    return out
+
+
 def parse(inp: Input) -> Parsed:
     """The exchanges of the rows ``gather`` read; ``since`` moves to the last conversation read whole."""
     ledger = Ledger()
@@ -282,6 +303,8 @@ def parse(inp: Input) -> Parsed:
             ledger.folded(ref, "", "workspace folder")
         elif table == "ItemTable" and key == LEGACY_CHAT:
             out += _legacy(key, raw, ctx, ledger)
+        elif table == "ItemTable" and key == PANEL_SESSIONS:
+            out += _panel(key, raw, ctx, ledger, inp.name)
         elif key.startswith(COMPOSER):
             data = _value(raw)
             if isinstance(data, dict):

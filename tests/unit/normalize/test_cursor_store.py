@@ -169,3 +169,19 @@ def test_a_locked_or_corrupt_database_raises_for_the_intake_to_retry_and_nothing
     with pytest.raises(OSError, match=r"corrupt|schema"):
         cursor.gather(db_path, ctx, LOOK)
 
+
+
+def test_the_chat_panel_sessions_are_read_as_cursor_s_or_as_copilot_s_in_vs_code(tmp_path: Path) -> None:
+    from tests.copilot_samples import heron_requests, session
+
+    for editor, agent in (("Cursor", "cursor"), ("Code", "copilot")):
+        ws = tmp_path / editor / "User" / "workspaceStorage" / "77aa"
+        db = create_db(ws / "state.vscdb", wal=False)
+        put(db, cursor.PANEL_SESSIONS, [session(heron_requests()[:2]), "junk"], "ItemTable")
+        db.close()
+        (ws / "workspace.json").write_text('{"folder": "file:///home/dev/projects/heron"}')
+        _inp, parsed = _read(ws / "state.vscdb")
+        assert [(e.key, e.agent, e.cwd) for e in parsed.exchanges] == [
+            ("request_1", agent, "/home/dev/projects/heron"), ("request_2", agent, "/home/dev/projects/heron")]
+        assert parsed.exchanges[0].user == "#file:writer.py why are partitions written twice?"
+        assert parsed.ledger.counts() == {"stored": 2, "skipped: not a chat session": 1}
