@@ -16,8 +16,10 @@ Where (``User/`` is ``~/.config/Cursor/User``, ``~/Library/Application Support/C
 
 Incremental: ``gather`` reads only the conversations whose ``lastUpdatedAt`` is at or after the context's
 ``since`` (one short statement each, in batches of ``BATCH_BYTES``; nothing else in the database is read:
-it also holds the editor's tokens). Exchange keys are the user bubble's id (``ids="message"``), so a
-conversation read again stores only its new exchanges. A conversation still ``generating`` keeps its last
+it also holds the editor's tokens). Exchange keys come from the conversation's own messages (``ids="message"``):
+its prompt's digest (``cursor_bubbles.prompt_key``: a SpecStory history of the same conversation gets the same
+keys, so it is not stored twice), the bubble id for a message with no prompt; a conversation read again stores
+only its new exchanges. A conversation still ``generating`` keeps its last
 exchange back (its answer may still grow) and holds ``since`` before it; a bubble its headers name that is not
 written yet is treated the same way. A chat with no workspace goes to the wing ``cursor``.
 """
@@ -139,6 +141,8 @@ class _Conv:
     files: list[str] = field(default_factory=list)
     attached: list[str] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)  # prompt keys given so far (cursor_bubbles.prompt_key)
+    by_prompt: bool = True  # keys from the prompt (composer conversations); else the message's own id
 
     def close(self) -> None:
         if self.key and (self.user or self.answer):
@@ -154,10 +158,11 @@ class _Conv:
     def bubble(self, ref: str, bubble: dict[str, Any], kind: int, bid: str) -> None:
         if kind == cb.USER:
             self.close()
-            self.key, self.when, self.user = bid, bubble.get("createdAt"), cb.user_text(bubble)
+            self.when, self.user = bubble.get("createdAt"), cb.user_text(bubble)
+            self.key = cb.prompt_key(self.user, self.seen) if self.by_prompt and self.user else bid
             self.attached = cb.attachments(bubble)
             if self.user or self.attached:
-                self.ledger.stored(ref, bid)
+                self.ledger.stored(ref, self.key)
             else:
                 self.ledger.skipped(ref, "empty prompt")
             self.refs.append(ref)
@@ -250,7 +255,8 @@ def _legacy(key: str, raw: Any, ctx: CursorContext, ledger: Ledger) -> list[Exch
         if not isinstance(tab, dict):
             continue
         tid = as_str(tab.get("tabId")) or f"tab{t}"
-        conv = _Conv(tid, ctx.cwd or None, as_str(tab.get("chatTitle")), tab.get("lastSendTime"), ledger)
+        conv = _Conv(tid, ctx.cwd or None, as_str(tab.get("chatTitle")), tab.get("lastSendTime"), ledger,
+                     by_prompt=False)
         bubbles = tab.get("bubbles")
         for n, bubble in enumerate(bubbles if isinstance(bubbles, list) else []):
             ref = f"ItemTable/{key}/{tid}/{n}"

@@ -16,6 +16,7 @@ is ``{_v, type: 1 user | 2 assistant, bubbleId, text, richText, createdAt, ...}`
 
 from __future__ import annotations
 
+import hashlib
 import urllib.parse
 from datetime import UTC, datetime
 from typing import Any
@@ -92,6 +93,16 @@ def attachments(bubble: dict[str, Any]) -> list[str]:
     if isinstance(images, list) and images:
         out.append(f"{len(images)} image{'s' if len(images) > 1 else ''}")
     return out
+
+
+def prompt_key(prompt: str, seen: dict[str, int]) -> str:
+    """An exchange's key from its prompt, the same in every copy of a Cursor conversation (its store, a SpecStory
+    history of it), so a copy read too lands on the same drawers: ``p`` and 16 hex of the whitespace-normalised
+    prompt's SHA-1, ``.n`` for its n-th repeat in the conversation (``seen`` counts them)."""
+    digest = hashlib.sha1(" ".join(prompt.split()).encode("utf-8")).hexdigest()[:16]
+    n = seen.get(digest, 0)
+    seen[digest] = n + 1
+    return f"p{digest}" + (f".{n}" if n else "")
 
 
 def user_text(bubble: dict[str, Any]) -> str:

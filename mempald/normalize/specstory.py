@@ -11,7 +11,10 @@ Two generations of the header:
 
 Turns are separated by ``---`` lines. The agent is the one the header names (``cursor``, ``claude_code``,
 ``codex``, ``copilot``; ``specstory`` when it names none) and the session id is the one it gives (the live
-store's own), so a SpecStory copy and the live read of the same chat share agent and session. In an answer,
+store's own). A Cursor conversation's copy is not stored twice: its exchanges take the source kind, session and
+keys the Cursor store's reading gives them (``cursor``, the composer id, ``cursor_bubbles.prompt_key``), so both
+readings land on the same drawers (the later reading's text replaces the earlier's). Other agents' copies keep
+keys of their own (their live keys are message uuids or offsets a Markdown copy does not carry). In an answer,
 ``<think>`` blocks are dropped and ``<tool-use>`` / ``Tool use: **name**`` blocks become ``[tool: name] summary``
 lines; code blocks and diffs stay verbatim.
 """
@@ -24,6 +27,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from mempald.normalize.common import MAX_ARG, add_unique, one_line
+from mempald.normalize.cursor_bubbles import prompt_key
 from mempald.normalize.format import Format, Input, Parsed, Probe
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import Exchange, strip_injected
@@ -146,9 +150,14 @@ def parse(inp: Input) -> Parsed:
     if turns and any(text.split("\n")[n - 1].strip() for n in header):
         ledger.folded("line 1", "", "header")
 
+    seen: dict[str, int] = {}
+    mirror = agent == "cursor" and session is not None  # a copy of a conversation mempald reads in Cursor's store
+
     def make(pos: int, user: str, answer: str, tools: list[str], marker: str, line: int) -> Exchange:
         ts = _TS.search(marker.strip("_*) ")) if marker else None
-        return Exchange(SOURCE_KIND, sid, f"{sid}:{pos}", user, answer, timestamp=ts.group(1) if ts else None,
+        key = prompt_key(user, seen) if mirror and user else f"{sid}:{pos}"
+        return Exchange("cursor" if mirror else SOURCE_KIND, sid, key, user, answer,
+                        timestamp=ts.group(1) if ts else None,
                         cwd=inp.context.cwd or None, agent=agent, title=title or None, position=pos,
                         tools=tuple(tools), project=inp.context.cwd or None)
 

@@ -4,8 +4,12 @@ a title-only export counted and never an error."""
 
 from __future__ import annotations
 
-from mempald.normalize import cursor_export, specstory
+from pathlib import Path
+
+from mempald.normalize import cursor, cursor_export, specstory
 from mempald.normalize.format import Input, Probe
+from mempald.normalize.model import CursorContext
+from tests.cursor_samples import DirLook, answer, create_db, user, write_conversation
 
 EXPORT = """# Rate limiter bursts
 _Exported on 11/2/2026 at 10:04:11 GMT+1 from Cursor (2.4.31)_
@@ -134,3 +138,23 @@ def test_a_specstory_history_is_a_conversation_of_the_agent_its_header_names() -
         assert not cursor_export.detect(Probe("h.md", text.encode()))
     claude = SPECSTORY_V2.replace("Cursor Session", "Claude Code Session")
     assert specstory.parse(Input(name="h.md", data=claude.encode())).exchanges[0].agent == "claude_code"
+
+
+def test_a_specstory_copy_of_a_cursor_conversation_lands_on_the_same_drawers(tmp_path: Path) -> None:
+    """The same conversation read from Cursor's store and from its SpecStory history: the same source kind,
+    session and exchange keys (so the same drawer ids: stored once), a repeated prompt included."""
+    db = create_db(tmp_path / "User" / "globalStorage" / "state.vscdb")
+    write_conversation(db, "98251e54-8aed-4515-b2b4-08895453eedd", [
+        user("u1", "fix the flaky test in app.py"), answer("a1", "I'll look at the test first."),
+        user("u2", "again"), answer("a2", "Done."), user("u3", "again"), answer("a3", "Done again.")])
+    db.close()
+    live = cursor.parse(cursor.gather(tmp_path / "User" / "globalStorage" / "state.vscdb",
+                                      CursorContext(format="cursor"), DirLook())).exchanges
+    copy = SPECSTORY_V2 + "".join((
+        "\n_**User (2026-11-02 09:13:00Z)**_\n\nagain\n\n---\n\n",
+        "_**Agent (m 2026-11-02 09:13:05Z)**_\n\nDone.\n\n---\n\n",
+        "_**User (2026-11-02 09:14:00Z)**_\n\n  again \n\n---\n\n_**Agent (m)**_\n\nDone again.\n"))
+    mirrored = specstory.parse(Input(name="h.md", data=copy.encode())).exchanges
+    ids = [(e.source_kind, e.session_id, e.key) for e in live]
+    assert ids == [(e.source_kind, e.session_id, e.key) for e in mirrored]
+    assert len(set(ids)) == 3 and ids[2][2].endswith(".1")  # the repeated prompt is its own exchange

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mempald.normalize import cursor
+from mempald.normalize import cursor_bubbles as cb
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.model import CursorContext
 from tests.cursor_samples import (
@@ -26,6 +27,12 @@ from tests.cursor_samples import (
 )
 
 LOOK = DirLook()
+Q1 = "Why does the rate limiter let bursts through?\nSee the router."
+
+
+def key(prompt: str) -> str:
+    """The key of the first exchange with this prompt in its conversation."""
+    return cb.prompt_key(prompt, {})
 
 
 def _read(db: Path, ctx: CursorContext | None = None) -> tuple[Input, Parsed]:
@@ -41,7 +48,8 @@ def test_a_conversation_is_read_whole_faithfully_with_its_workspace_as_wing(tmp_
     by_session: dict[str, list[str]] = {}
     for ex in parsed.exchanges:
         by_session.setdefault(ex.session_id, []).append(ex.key)
-    assert by_session == {"c-spotter": ["u1", "u2"], "c-loose": ["u9"], "c-odd": ["u7"]}
+    assert by_session == {"c-spotter": [key(Q1), key("Apply it and add a test.")],
+                          "c-loose": [key("What does HTTP 429 mean?")], "c-odd": [key("Explain the backoff.")]}
     first, second = (e for e in parsed.exchanges if e.session_id == "c-spotter")
     assert first.user == "Why does the rate limiter let bursts through?\nSee the router."  # whole, nothing pasted in
     assert dict(first.extra)["attachments"] == f"{PROJECT}/src/router.ts\n{PROJECT}/src/limiter.ts:12-18"
@@ -80,7 +88,7 @@ def test_a_second_read_takes_only_the_conversations_updated_since(tmp_path: Path
     # nothing changed: only the newest conversation is looked at again (its ids are the same: nothing new stored)
     inp2, again = _read(db_path, parsed.context)
     assert {r["key"] for r in inp2.rows if r["key"].startswith("composerData:")} == {"composerData:c-odd"}
-    assert {e.key for e in again.exchanges} == {"u7"}
+    assert {e.key for e in again.exchanges} == {key("Explain the backoff.")}
     # Cursor appends a prompt and its answer to the spotter conversation
     db = sqlite3.connect(db_path, isolation_level=None)
     convo = [*spotter_conversation(),
@@ -92,7 +100,7 @@ def test_a_second_read_takes_only_the_conversations_updated_since(tmp_path: Path
     assert {r["key"] for r in inp3.rows if r["key"].startswith("composerData:")} == {
         "composerData:c-odd", "composerData:c-spotter"}
     spotter = [e for e in third.exchanges if e.session_id == "c-spotter"]
-    assert [e.key for e in spotter] == ["u1", "u2", "u3"]  # ids are Cursor's own: u1, u2 are stored already
+    assert [e.key for e in spotter] == [key(Q1), key("Apply it and add a test."), key("And the docs?")]
     assert spotter[2].position == 2 and third.context.since == T0 + 5000
 
 
@@ -103,7 +111,7 @@ def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: 
                                   answer("a2", "half an ans")], status="generating", updated=T0 + 10)
     db.close()
     _inp, parsed = _read(db_path)
-    assert [e.key for e in parsed.exchanges] == ["u1"]
+    assert [e.key for e in parsed.exchanges] == [key("first")]
     assert parsed.ledger.counts()["skipped: still being written (read again when it changes)"] == 2
     assert parsed.context.since == T0 + 10  # read again next time
     db = sqlite3.connect(db_path, isolation_level=None)
@@ -111,7 +119,7 @@ def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: 
                                   answer("a2", "half an answer, now whole")], updated=T0 + 20)
     db.close()
     _inp, parsed = _read(db_path, parsed.context)
-    assert [e.key for e in parsed.exchanges] == ["u1", "u2"]
+    assert [e.key for e in parsed.exchanges] == [key("first"), key("second")]
     assert parsed.exchanges[1].assistant == "half an answer, now whole"
 
 
