@@ -34,7 +34,8 @@ sys.path.insert(0, str(REPO))
 
 from mempald.normalize import cursor
 from mempald.normalize.model import CursorContext
-from tests.cursor_samples import DirLook, create_db, put
+from mempald.sources.look import LOOK
+from tests.cursor_samples import create_db, put
 
 T0 = 1766691308486
 WRITER = r"""
@@ -90,7 +91,7 @@ def build(user: Path, n: int, exchanges: int, pad_kb: int, seed: int = 7) -> tup
 
 def read_all(db_path: Path, ctx: CursorContext) -> tuple[int, CursorContext, int]:
     """Every batch until ``since`` stops moving: exchanges read, the last context, batches."""
-    look = DirLook()
+    look = LOOK
     exchanges, batches = 0, 0
     while True:
         parsed = cursor.parse(cursor.gather(db_path, ctx, look))
@@ -132,7 +133,7 @@ def main() -> None:
                                                                       {"bubbleId": "a0", "type": 2}]})
         db.close()
         t2 = time.monotonic()
-        parsed = cursor.parse(cursor.gather(db_path, ctx, DirLook()))
+        parsed = cursor.parse(cursor.gather(db_path, ctx, LOOK))
         follow_ms = (time.monotonic() - t2) * 1000
         assert any(e.session_id == "cnew" for e in parsed.exchanges)
         stop.touch()

@@ -1,58 +1,19 @@
 """Cursor stores built by the tests in the real schema (no one's data): a ``User/`` folder with the global
 ``state.vscdb`` (``ItemTable`` and ``cursorDiskKV``, ``composerData:`` headers and ``bubbleId:`` messages), a
-workspace database listing its conversations and its ``workspace.json``; and a ``Look`` over local files for the
-format's hooks (the intake hands in its own; this one reads the same way, through ``sqlite_ro``)."""
+workspace database listing its conversations and its ``workspace.json``. The tests read them through the
+intake's own ``Look`` (``mempald.sources.look.LOOK``)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
-
-from mempald.normalize.model import Line
-from mempald.sources import sqlite_ro
 
 SCHEMA = ("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)",
           "CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
 PROJECT = "/home/dev/projects/spotter"
 T0 = 1766691308486
-
-
-class DirLook:
-    """``Look`` over the local file system (the format's hooks' only way to read)."""
-
-    def is_file(self, path: PurePath) -> bool:
-        return Path(path).is_file()
-
-    def is_dir(self, path: PurePath) -> bool:
-        return Path(path).is_dir()
-
-    def entries(self, folder: PurePath) -> tuple[str, ...]:
-        try:
-            return tuple(sorted(p.name for p in Path(folder).iterdir()))
-        except OSError:
-            return ()
-
-    def head(self, path: PurePath, size: int) -> bytes:
-        try:
-            with Path(path).open("rb") as fh:
-                return fh.read(size)
-        except OSError:
-            return b""
-
-    def read(self, path: PurePath, max_bytes: int) -> bytes | None:
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            return None
-        return data if len(data) <= max_bytes else None
-
-    def lines(self, path: PurePath, max_bytes: int) -> list[Line]:
-        return []
-
-    def rows(self, database: PurePath, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return sqlite_ro.query(database, sql, params)
 
 
 def create_db(path: Path, *, wal: bool = True) -> sqlite3.Connection:

@@ -224,9 +224,9 @@ PLACES = tuple(Place(f"GitHub Copilot ({name})", linux=(f"$XDG_CONFIG_HOME/{name
                      macos=(f"~/Library/Application Support/{name}/User",), windows=(f"%APPDATA%/{name}/User",),
                      globs=("workspaceStorage/*/chatSessions/*.json", "workspaceStorage/*/chatSessions/*.jsonl",
                             "globalStorage/emptyWindowChatSessions/*.json",
-                            "globalStorage/emptyWindowChatSessions/*.jsonl"),
-                     setting="copilot" if name == "Code" else "copilot_insiders") for name in _CODE)
+                            "globalStorage/emptyWindowChatSessions/*.jsonl")) for name in _CODE)
 
 FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"),
                 summary="GitHub Copilot Chat sessions of VS Code (chatSessions)", places=PLACES, ids="message",
+                agent=SOURCE_KIND,
                 beside=beside)

@@ -147,8 +147,8 @@ def detect(probe: Probe) -> bool:
 
 
 PLACES = (Place("GitHub Copilot CLI", linux=("~/.copilot/session-state",), macos=("~/.copilot/session-state",),
-                windows=("%USERPROFILE%/.copilot/session-state",), globs=("*/events.jsonl", "*.jsonl"),
-                setting="copilot_cli"),)
+                windows=("%USERPROFILE%/.copilot/session-state",), globs=("*/events.jsonl", "*.jsonl")),)
 
 FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".jsonl",),
-                summary="GitHub Copilot CLI sessions (~/.copilot/session-state)", places=PLACES, ids="message")
+                summary="GitHub Copilot CLI sessions (~/.copilot/session-state)", places=PLACES, ids="message",
+                agent=AGENT)

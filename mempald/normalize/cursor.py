@@ -26,6 +26,7 @@ written yet is treated the same way. A chat with no workspace goes to the wing `
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
@@ -86,7 +87,7 @@ def _workspaces(db: PurePath, wanted: set[str], look: Look) -> list[dict[str, An
         folder = _workspace_folder(ws, look)
         try:
             rows = look.rows(ws / DB_NAME, "SELECT value FROM ItemTable WHERE key = ?", (WORKSPACE_COMPOSERS,))
-        except OSError:
+        except (OSError, sqlite3.Error):
             continue  # a workspace database that cannot be read now only loses its folder name
         data = loads(rows[0][0]) if rows and isinstance(rows[0][0], str | bytes) else None
         listed = data.get("allComposers") if isinstance(data, dict) else None
@@ -100,7 +101,7 @@ def _workspaces(db: PurePath, wanted: set[str], look: Look) -> list[dict[str, An
 
 def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
     """The rows of the conversations updated since ``ctx.since`` (module docstring). Errors of the database
-    (locked, corrupt: an ``OSError``) are the intake's to count and retry."""
+    (locked, corrupt: a ``sqlite3.Error`` from ``Look.rows``) are the intake's to count and retry."""
     tables = _tables(db, look)
     rows: list[dict[str, Any]] = []
     if "cursorDiskKV" in tables:
@@ -353,7 +354,8 @@ def detect(probe: Probe) -> bool:
 
 PLACES = (Place("Cursor", linux=("$XDG_CONFIG_HOME/Cursor/User",),
                 macos=("~/Library/Application Support/Cursor/User",), windows=("%APPDATA%/Cursor/User",),
-                globs=("globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb"), setting="cursor"),)
+                globs=("globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb")),)
 
 FORMAT = Format(SOURCE_KIND, "rows", detect, parse, names=(DB_NAME,), summary="Cursor's chat store (state.vscdb)",
+                agent=SOURCE_KIND,
                 places=PLACES, ids="message", beside=beside, gather=gather)

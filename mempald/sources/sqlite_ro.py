@@ -11,9 +11,9 @@ Blocking; runs in a worker thread. The one way the daemon reads a SQLite file it
 - one statement, one short implicit transaction, one fresh connection closed at once: no read transaction is
   ever held open between queries, and a statement running longer than ``max_s`` is interrupted
   (``Unreadable("slow")``), so in a rollback-journal database the writer waits at most that long;
-- every failure is an ``Unreadable`` (an ``OSError``) naming the reason: ``missing``, ``refused`` (a FIFO,
-  a device), ``locked``, ``corrupt`` (a bad page, not a database), ``schema`` (a table or column the editor
-  no longer has), ``slow``.
+- every failure is an ``Unreadable`` (a ``sqlite3.OperationalError``) naming the reason: ``missing``,
+  ``refused`` (a FIFO, a device), ``locked``, ``corrupt`` (a bad page, not a database), ``schema`` (a table or
+  column the editor no longer has), ``slow``.
 
 ``signature`` notices a change cheaply from the file system alone (the database's and its ``-wal``'s size and
 mtime): ``PRAGMA data_version`` only compares within one connection, and none is kept open here.
@@ -34,8 +34,9 @@ MAX_QUERY_S = 0.08  # how long one statement may hold its read snapshot before i
 _PROGRESS_STEPS = 2000  # SQLite VM steps between checks of the statement's age
 
 
-class Unreadable(OSError):
-    """The database could not be read now: ``reason`` is missing, refused, locked, corrupt, schema or slow."""
+class Unreadable(sqlite3.OperationalError):
+    """The database could not be read now: ``reason`` is missing, refused, locked, corrupt, schema or slow (a
+    ``sqlite3.Error``, as the intake expects of ``Look.rows``: the unit is read again when it changes)."""
 
     def __init__(self, path: PurePath | str, reason: str, detail: str = "") -> None:
         super().__init__(f"{path}: {reason}" + (f" ({detail})" if detail else ""))

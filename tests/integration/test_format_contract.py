@@ -25,6 +25,7 @@ import pytest
 from mempald.config import parse_settings
 from mempald.embed.embedder import Embedder
 from mempald.ingest.queues import BACKFILL
+from mempald.ingest.units import gather
 from mempald.normalize import registry
 from mempald.normalize.format import Input
 from mempald.normalize.model import CursorContext
@@ -35,7 +36,7 @@ from mempald.store.base import Filters
 from mempald.store.edge import EdgeStore
 from tests.conftest import FORMATS, REPO, lines_in
 from tests.copilot_samples import write_cli_session, write_json_session, write_jsonl_session
-from tests.cursor_samples import DirLook, build_cursor_user
+from tests.cursor_samples import build_cursor_user
 from tests.unit.normalize.test_cursor_export import EXPORT, SPECSTORY_V2
 
 pytestmark = pytest.mark.anyio
@@ -57,6 +58,7 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "claude_ai": ("repo:tests/fixtures/claude_ai/conversations.json",),
     "slack": ("slack/slackdump_export_2025",),
     "text": (":note.md",),
+    "cursor": (":state.vscdb",),  # a Cursor store in the real schema, built by tests/cursor_samples.py
     "copilot": (":chat_session.json", ":chat_session.jsonl"),  # tests/copilot_samples.py
     "copilot_cli": (":events.jsonl",),
     "specstory": (":specstory.md",),  # tests/unit/normalize/test_cursor_export.py
@@ -170,18 +172,12 @@ async def _count_by_content(daemon: Daemon, under: Path) -> dict[str, int]:
 async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: Path) -> None:
     unit = _place(fmt, rel, tmp_path)
     found = registry.by_name(fmt)
-    if found.reads == "rows":
-        assert found.gather is not None
-        ctx = CursorContext(format=fmt)
-        ctx = found.beside(unit.path, ctx, DirLook()) if found.beside else ctx
-        inp = found.gather(unit.path, ctx, DirLook())
+    if found.unit != "file":  # a folder or a database: read through its declared gather, as the intake reads it
+        inp = gather(unit.path, found, CursorContext(format=fmt))
         parsed = found.parse(inp)
-        refs = [str(a.ref) for a in parsed.ledger.entries]
-        rows = [f"{r['table']}/{r['key']}" for r in inp.rows]
-        assert sorted(refs) == sorted(rows), "every row read has exactly one outcome"
-    elif found.reads == "folder":
-        files = {str(p.relative_to(unit.path)): p.read_bytes() for p in unit.path.rglob("*") if p.is_file()}
-        parsed = found.parse(Input(name=str(unit.path), files=files, context=CursorContext(format=fmt)))
+        if found.unit == "database":
+            refs = sorted(str(a.ref) for a in parsed.ledger.entries)
+            assert refs == sorted(f"{r['table']}/{r['key']}" for r in inp.rows), "every row read has one outcome"
     elif found.reads == "lines":
         lines = lines_in(unit.path.read_bytes())
         parsed = found.parse(Input(name=str(unit.path), lines=lines, context=CursorContext(format=fmt)))
@@ -266,7 +262,7 @@ async def test_ids_are_stable_grown_units_add_only_and_rewrites_never_duplicate(
             "a grown document ends with the drawers of reading it whole"
         assert max((await _count_by_content(daemon, grown)).values()) == 1
     else:
-        # folder units: written again whole, nothing duplicated
+        # folder and database units: written again whole, nothing duplicated
         target = _place(fmt, rel, grown)
         await _ingest(daemon, target.path)
         once = await _drawers(daemon, grown)

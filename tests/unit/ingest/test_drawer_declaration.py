@@ -112,10 +112,11 @@ def _drawers_of_cursor_store(root: Path, embedder: Embedder) -> list[Drawer]:
     """A Cursor store (a database: no file of the shared fixtures) in the real schema, built by the tests."""
     from mempald.normalize import cursor
     from mempald.normalize.model import CursorContext
-    from tests.cursor_samples import DirLook, build_cursor_user
+    from mempald.sources.look import LOOK
+    from tests.cursor_samples import build_cursor_user
 
     db = build_cursor_user(root)
-    parsed = cursor.parse(cursor.gather(db, CursorContext(format="cursor"), DirLook()))
+    parsed = cursor.parse(cursor.gather(db, CursorContext(format="cursor"), LOOK))
     info = SourceInfo(kind="cursor", path=str(db), source_key="cursor", machine="m", user="u")
     return build_drawers(parsed.exchanges, info, embedder.count_tokens, 256, BuildStats())
 

@@ -11,6 +11,7 @@ import pytest
 from mempald.normalize import copilot, copilot_cli
 from mempald.normalize.format import Input, Parsed, Probe
 from mempald.normalize.model import CursorContext, NormalizeError
+from mempald.sources.look import LOOK
 from tests.copilot_samples import (
     PROJECT,
     cli_events,
@@ -20,7 +21,6 @@ from tests.copilot_samples import (
     write_json_session,
     write_jsonl_session,
 )
-from tests.cursor_samples import DirLook
 
 
 def _parse(fmt_parse: object, path: Path, ctx: CursorContext | None = None) -> Parsed:
@@ -32,7 +32,7 @@ def _parse(fmt_parse: object, path: Path, ctx: CursorContext | None = None) -> P
 
 def test_a_vscode_session_reads_prompts_whole_answers_verbatim_and_attachments_apart(tmp_path: Path) -> None:
     path = write_json_session(tmp_path)
-    ctx = copilot.beside(path, CursorContext(), DirLook())
+    ctx = copilot.beside(path, CursorContext(), LOOK)
     assert ctx.cwd == PROJECT  # workspace.json two folders up: the wing
     parsed = _parse(copilot.parse, path, ctx)
     first, second, third = parsed.exchanges

@@ -9,7 +9,8 @@ from pathlib import Path
 from mempald.normalize import cursor, cursor_export, specstory
 from mempald.normalize.format import Input, Probe
 from mempald.normalize.model import CursorContext
-from tests.cursor_samples import DirLook, answer, create_db, user, write_conversation
+from mempald.sources.look import LOOK
+from tests.cursor_samples import answer, create_db, user, write_conversation
 
 EXPORT = """# Rate limiter bursts
 _Exported on 11/2/2026 at 10:04:11 GMT+1 from Cursor (2.4.31)_
@@ -149,7 +150,7 @@ def test_a_specstory_copy_of_a_cursor_conversation_lands_on_the_same_drawers(tmp
         user("u2", "again"), answer("a2", "Done."), user("u3", "again"), answer("a3", "Done again.")])
     db.close()
     live = cursor.parse(cursor.gather(tmp_path / "User" / "globalStorage" / "state.vscdb",
-                                      CursorContext(format="cursor"), DirLook())).exchanges
+                                      CursorContext(format="cursor"), LOOK)).exchanges
     copy = SPECSTORY_V2 + "".join((
         "\n_**User (2026-11-02 09:13:00Z)**_\n\nagain\n\n---\n\n",
         "_**Agent (m 2026-11-02 09:13:05Z)**_\n\nDone.\n\n---\n\n",

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mempald.normalize import cursor
+from mempald.normalize import cursor, registry
 from mempald.normalize import cursor_bubbles as cb
-from mempald.normalize.format import Input, Parsed
+from mempald.normalize.format import Input, Parsed, Probe
 from mempald.normalize.model import CursorContext
+from mempald.sources.look import LOOK
 from tests.cursor_samples import (
     PROJECT,
     T0,
-    DirLook,
     answer,
     build_cursor_user,
     create_db,
@@ -26,7 +26,6 @@ from tests.cursor_samples import (
     write_conversation,
 )
 
-LOOK = DirLook()
 Q1 = "Why does the rate limiter let bursts through?\nSee the router."
 
 
@@ -166,7 +165,7 @@ def test_a_locked_or_corrupt_database_raises_for_the_intake_to_retry_and_nothing
     holder = sqlite3.connect(db_path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     ctx = CursorContext(format="cursor")
-    with pytest.raises(OSError, match="locked"):
+    with pytest.raises(sqlite3.Error, match="locked"):
         cursor.gather(db_path, ctx, LOOK)
     holder.execute("ROLLBACK")
     holder.close()
@@ -174,7 +173,7 @@ def test_a_locked_or_corrupt_database_raises_for_the_intake_to_retry_and_nothing
     data = bytearray(db_path.read_bytes())
     data[100:4096] = b"\x00" * 3996  # the schema page wiped
     db_path.write_bytes(bytes(data))
-    with pytest.raises(OSError, match=r"corrupt|schema"):
+    with pytest.raises(sqlite3.Error, match=r"corrupt|schema"):
         cursor.gather(db_path, ctx, LOOK)
 
 
@@ -193,3 +192,12 @@ def test_the_chat_panel_sessions_are_read_as_cursor_s_or_as_copilot_s_in_vs_code
             ("request_1", agent, "/home/dev/projects/heron"), ("request_2", agent, "/home/dev/projects/heron")]
         assert parsed.exchanges[0].user == "#file:writer.py why are partitions written twice?"
         assert parsed.ledger.counts() == {"stored": 2, "skipped: not a chat session": 1}
+
+
+def test_the_registry_knows_the_database_by_its_name_and_first_bytes(tmp_path: Path) -> None:
+    db = build_cursor_user(tmp_path)
+    fmt = registry.database_for(db.name)
+    assert fmt is cursor.FORMAT and fmt.reads == "rows" and fmt.unit == "database" and fmt.ids == "message"
+    assert cursor.detect(Probe(db.name, db.read_bytes()[:100]))
+    assert not cursor.detect(Probe(db.name, b"not a database"))
+    assert registry.wanted("state.vscdb")
