@@ -195,8 +195,11 @@ class UnitReader:
             res.error = f"{fmt.name} database not readable now: {exc}"
             log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
             return
-        # a folder format that knows no working directory files under the folder's name (a Slack export's)
-        info = replace(self.info(root, source, fmt.name), default_wing=normal_wing(root.name))
+        # a folder format that knows no working directory files under the folder's name (a Slack export's); a
+        # database's chats with no folder of their own under the format's name (issue 43: "state.vscdb" is no wing)
+        info = self.info(root, source, fmt.name)
+        if fmt.unit == "folder":
+            info = replace(info, default_wing=normal_wing(root.name))
         await self.write(parsed, info, lane, res)
         st = await anyio.to_thread.run_sync(os.stat, root)
         total = (cur.exchanges if cur and fmt.unit == "database" else 0) + len(parsed.exchanges)
