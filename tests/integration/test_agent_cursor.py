@@ -121,6 +121,16 @@ def test_a_locked_database_is_read_once_released_and_a_specstory_copy_is_not_sto
                              if h.get("session_id") == "c-loose"], timeout=240)
     count = len(hits(daemon, "HTTP 429 Too Many Requests", session_id=["c-loose"]))
     assert count == 1
+    # `mempal inspect` takes the database: its conversations, every row read accounted for
+    out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "inspect", str(db_path), "--json"],
+                         capture_output=True, text=True, env=daemon.env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["format"] == "cursor"
+    assert {e["session"] for e in report["exchanges"]} == {"c-spotter", "c-loose", "c-odd"}
+    assert {e["wing"] for e in report["exchanges"] if e["session"] == "c-spotter"} == {"spotter"}
+    assert report["accounted"]["folded: conversation header"] == 3
+    assert report["accounted"]["skipped: not a message (null or not JSON)"] == 1
 
     # SpecStory's history of the same chat, in a watched repo: the same drawer, not a second one
     history = tmp_path / "repo" / ".specstory" / "history"
