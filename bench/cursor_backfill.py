@@ -38,22 +38,7 @@ from mempald.sources.look import LOOK
 from tests.cursor_samples import create_db, put
 
 T0 = 1766691308486
-WRITER = r"""
-import json, os, sqlite3, sys, time
-path, cid, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-waits, n = [], 0
-while not os.path.exists(stop):
-    n += 1
-    t0 = time.monotonic()
-    db.execute("BEGIN IMMEDIATE")
-    db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:{cid}:live{n}",
-               json.dumps({"_v": 3, "type": 2, "bubbleId": f"live{n}", "text": "streamed " * 50})))
-    db.execute("COMMIT")
-    waits.append(time.monotonic() - t0)
-    time.sleep(0.05)
-print(json.dumps({"commits": n, "max_wait_ms": round(max(waits) * 1000, 2)}), flush=True)
-"""
+WRITER = REPO / "tests" / "cursor_writer.py"  # Cursor streaming: a commit every 50 ms, its lock waits timed
 
 
 def build(user: Path, n: int, exchanges: int, pad_kb: int, seed: int = 7) -> tuple[Path, int]:
@@ -117,8 +102,9 @@ def main() -> None:
         db_mb = sum(p.stat().st_size for p in db_path.parent.iterdir()) / 2**20
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         stop = be.root / "stop-writer"
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), "c000000-4e55-9d61-0f3c2a7b8e11",
-                                   str(stop)], stdout=subprocess.PIPE, text=True)
+        writer = subprocess.Popen([sys.executable, str(WRITER), str(db_path), "wal", str(stop)],
+                                  stdout=subprocess.PIPE, text=True)
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
         t1 = time.monotonic()
         read, ctx, batches = read_all(db_path, CursorContext(format="cursor"))
         read_s = time.monotonic() - t1
@@ -144,7 +130,9 @@ def main() -> None:
               "build_s": round(build_s, 1), "read_s": round(read_s, 2), "batches": batches,
               "exchanges_per_s": round(read / read_s, 1) if read_s else None,
               "rss_growth_mb": round(rss1 - rss0, 1), "follow_ms": round(follow_ms, 1),
-              "writer_max_commit_ms": wr.get("max_wait_ms"), "writer_commits": wr.get("commits"),
+              "writer_max_lock_wait_ms": round(float(wr.get("max_lock_wait", 0)) * 1000, 2),
+              "writer_max_commit_ms": round(float(wr.get("max_commit", 0)) * 1000, 2),
+              "writer_commits": wr.get("commits"),
               "loadavg_start": load_start}
     report("cursor backfill (format read)", [
         ("conversations / exchanges", f"{n} / {total}"),
@@ -153,7 +141,8 @@ def main() -> None:
         ("exchanges/s", result["exchanges_per_s"]),
         ("peak RSS growth of the reader (MB)", result["rss_growth_mb"]),
         ("a new conversation read in (ms)", result["follow_ms"]),
-        ("Cursor's max commit while read (ms)", result["writer_max_commit_ms"]),
+        ("Cursor's longest lock wait while read (ms)", result["writer_max_lock_wait_ms"]),
+        ("Cursor's longest commit while read (ms)", result["writer_max_commit_ms"]),
     ], result, args.json)
 
 

@@ -102,11 +102,12 @@ def _workspaces(db: PurePath, wanted: set[str], look: Look) -> list[dict[str, An
 def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
     """The rows of the conversations updated since ``ctx.since`` (module docstring). Errors of the database
     (locked, corrupt: a ``sqlite3.Error`` from ``Look.rows``) are the intake's to count and retry."""
+    ctx = beside(db, ctx, look)  # (a workspace database's folder, whether or not the intake asked already)
     tables = _tables(db, look)
     rows: list[dict[str, Any]] = []
     if "cursorDiskKV" in tables:
-        size = 0
-        for key, _updated in look.rows(db, _UPDATED, (ctx.since,)):
+        size, fresh = 0, False
+        for key, updated in look.rows(db, _UPDATED, (ctx.since,)):
             cid = str(key)[len(COMPOSER):]
             composer = look.rows(db, "SELECT key, value FROM cursorDiskKV WHERE key = ?", (key,))
             prefix = f"{BUBBLE}{cid}:"
@@ -114,7 +115,9 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
                                 (prefix, _prefix_end(prefix)))
             rows += [{"table": "cursorDiskKV", "key": str(k), "value": v} for k, v in composer + bubbles]
             size += sum(len(v) for _k, v in bubbles if isinstance(v, str | bytes))
-            if size >= BATCH_BYTES:
+            # (the conversation at ``since`` is read again, so a batch ends only once it holds a newer one)
+            fresh = fresh or not isinstance(updated, int) or updated > ctx.since
+            if size >= BATCH_BYTES and fresh:
                 break
         wanted = {str(r["key"])[len(COMPOSER):] for r in rows if str(r["key"]).startswith(COMPOSER)}
         rows += _workspaces(db, wanted, look)

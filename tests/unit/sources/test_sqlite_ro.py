@@ -18,31 +18,9 @@ from pathlib import Path
 import pytest
 
 from mempald.sources import sqlite_ro
+from tests.conftest import REPO
 
-WRITER = r"""
-import json, sqlite3, sys, time
-path, mode, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-db.execute(f"PRAGMA journal_mode={mode}")
-waits, failures, n = [], 0, 0
-print("ready", flush=True)
-end = time.monotonic() + seconds
-while time.monotonic() < end:
-    n += 1
-    value = json.dumps({"n": n, "text": "x" * 20000, "again": n})
-    t0 = time.monotonic()
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("INSERT INTO cursorDiskKV (key, value) VALUES (?, ?)", (f"bubbleId:c1:b{n % 50}", value))
-        db.execute("INSERT INTO cursorDiskKV (key, value) VALUES (?, ?)", ("composerData:c1", value))
-        db.execute("COMMIT")
-    except sqlite3.Error:
-        failures += 1
-        db.execute("ROLLBACK") if db.in_transaction else None
-    waits.append(time.monotonic() - t0)
-    time.sleep(0.05)
-print(json.dumps({"commits": n, "failures": failures, "max_wait": max(waits)}), flush=True)
-"""
+WRITER = REPO / "tests" / "cursor_writer.py"  # a commit every 50 ms; its lock waits timed
 
 
 def _kv_db(path: Path, mode: str) -> None:
@@ -50,9 +28,9 @@ def _kv_db(path: Path, mode: str) -> None:
     db.execute(f"PRAGMA journal_mode={mode}")
     db.execute("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
     db.execute("CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
-    for i in range(50):
+    for i in range(40):
         db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)",
-                   (f"bubbleId:c1:b{i}", json.dumps({"n": 0, "text": "x" * 20000, "again": 0})))
+                   (f"bubbleId:c-busy:b{i}", json.dumps({"n": 0, "text": "x" * 20000, "again": 0})))
     db.commit()
     db.close()
 
@@ -63,15 +41,14 @@ def test_a_writer_committing_every_50ms_never_fails_nor_waits_100ms_while_mempal
         tmp_path: Path, mode: str) -> None:
     db = tmp_path / "state.vscdb"
     _kv_db(db, mode)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db), mode, "4"], stdout=subprocess.PIPE,
-                              text=True)
+    writer = subprocess.Popen([sys.executable, str(WRITER), str(db), mode, "4"], stdout=subprocess.PIPE, text=True)
     assert writer.stdout is not None
     assert writer.stdout.readline().strip() == "ready"
     reads = locked = 0
     while writer.poll() is None:
         try:
             rows = sqlite_ro.query(db, "SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
-                                   ("bubbleId:c1:", "bubbleId:c1;"))
+                                   ("bubbleId:c-busy:", "bubbleId:c-busy;"))
         except sqlite_ro.Unreadable as exc:
             assert exc.reason in ("locked", "slow"), exc
             locked += 1
@@ -82,19 +59,20 @@ def test_a_writer_committing_every_50ms_never_fails_nor_waits_100ms_while_mempal
             assert row["n"] == row["again"]
     out, _ = writer.communicate(timeout=30)
     result = json.loads(out.strip().splitlines()[-1])
-    print(f"{mode}: {reads} reads ({locked} answered locked) during {result['commits']} commits; "
-          f"writer's max commit {result['max_wait'] * 1000:.1f} ms")
+    print(f"{mode}: {reads} reads ({locked} answered locked) during {result['commits']} commits; the writer's "
+          f"longest lock wait {result['max_lock_wait'] * 1000:.1f} ms, "
+          f"longest commit {result['max_commit'] * 1000:.1f} ms")
     assert writer.returncode == 0
     assert result["commits"] >= 20 and reads >= 20
     assert result["failures"] == 0, "the editor's writes never fail because of mempald"
-    assert result["max_wait"] < 0.1, f"the editor waited {result['max_wait'] * 1000:.0f} ms"
+    assert result["max_lock_wait"] < 0.1, f"the editor waited {result['max_lock_wait'] * 1000:.0f} ms for mempald"
 
 
 def test_reading_writes_nothing_beside_the_database_nor_changes_it(tmp_path: Path) -> None:
     db = tmp_path / "state.vscdb"
     _kv_db(db, "delete")
     before = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
-    assert len(sqlite_ro.query(db, "SELECT key FROM cursorDiskKV")) == 50
+    assert len(sqlite_ro.query(db, "SELECT key FROM cursorDiskKV")) == 40
     with pytest.raises(sqlite_ro.Unreadable):  # a write is refused by the connection itself
         sqlite_ro.query(db, "DELETE FROM cursorDiskKV")
     after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
@@ -115,7 +93,7 @@ def test_a_database_locked_by_its_writer_answers_locked_at_once(tmp_path: Path) 
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert sqlite_ro.query(db, "SELECT count(*) FROM cursorDiskKV") == [(50,)]
+    assert sqlite_ro.query(db, "SELECT count(*) FROM cursorDiskKV") == [(40,)]
 
 
 def test_a_corrupt_page_a_missing_table_and_a_fifo_are_unreadable_with_their_reason(tmp_path: Path) -> None:
