@@ -11,9 +11,11 @@
    process's peak RSS growth, and the writer's max commit time (the "never disturb the editor" figure).
 3. ``follow``: one more exchange written by the writer; the time until a read from the last context returns it.
 
-The daemon-level run (the watched store made keyword-searchable, ``status``'s progress line, RSS, against
-``bench/backfill.py --keyword-only`` at the same exchange count) needs the intake that asks a format for its
-rows: ``--daemon`` runs it where that intake is present.
+``--daemon``: the real ``python -m mempald`` finds the store at Cursor's place in the temp HOME and reads it;
+polled through ``status`` until every unit is read (every drawer keyword-searchable): exchanges/s from process
+start and the daemon's RSS growth (VmHWM over its RSS once ready); then a new exchange written by the writer
+process, timed until ``search`` finds it. Run ``bench/backfill.py --keyword-only --n <exchanges>`` in turn for
+the Claude Code figure on the same machine.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _harness import REPO, bench_env, loadavg, paragraph, parser, report, size
+from _harness import REPO, Daemon, bench_env, loadavg, paragraph, parser, report, size
 
 sys.path.insert(0, str(REPO))
 
@@ -87,13 +89,72 @@ def read_all(db_path: Path, ctx: CursorContext) -> tuple[int, CursorContext, int
         ctx = parsed.context
 
 
+def daemon_run(args: Any, n: int, load_start: list[float]) -> None:
+    with bench_env(keep=args.keep) as be:
+        user = be.home / ".config" / "Cursor" / "User"
+        db_path, total = build(user, n, args.exchanges, args.pad_kb)
+        db_mb = sum(p.stat().st_size for p in db_path.parent.iterdir()) / 2**20
+        stop = be.root / "stop-writer"
+        writer = subprocess.Popen([sys.executable, str(WRITER), str(db_path), "wal", str(stop)],
+                                  stdout=subprocess.PIPE, text=True)
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        d = Daemon(be).start(wait=False)
+        try:
+            ready_s = d.wait_ready()
+            ready_mb = d.rss_mb()
+            t0 = d.started_at
+            while True:
+                st = d.call("status")
+                if st["scans"] >= 1 and st["file_backlog"] == 0 and int(st["drawers"]) >= total:
+                    break
+                time.sleep(0.25)
+            done_s = time.monotonic() - t0
+            peak_mb = d.peak_rss_mb()
+            db = sqlite3.connect(db_path, timeout=5.0, isolation_level=None)
+            put(db, "bubbleId:cnew:u0", {"_v": 3, "type": 1, "bubbleId": "u0", "text": "the flamingo cache question"})
+            put(db, "bubbleId:cnew:a0", {"_v": 3, "type": 2, "bubbleId": "a0", "text": "evict the flamingo entries"})
+            put(db, "composerData:cnew", {"_v": 10, "composerId": "cnew", "createdAt": T0 + n + 10,
+                                          "lastUpdatedAt": T0 + n + 10, "status": "completed",
+                                          "fullConversationHeadersOnly": [{"bubbleId": "u0", "type": 1},
+                                                                          {"bubbleId": "a0", "type": 2}]})
+            db.close()
+            t1 = time.monotonic()
+            while not d.call("search", {"query": "flamingo cache question", "session_id": ["cnew"]})["hits"]:
+                time.sleep(0.02)
+            follow_s = time.monotonic() - t1
+        finally:
+            d.stop()
+            stop.touch()
+            out, _ = writer.communicate(timeout=60)
+        wr = json.loads(out.strip().splitlines()[-1])
+    result = {"conversations": n, "exchanges": total, "db_mb": round(db_mb, 1), "ready_s": round(ready_s, 2),
+              "keyword_done_s": round(done_s, 2), "exchanges_per_s": round(total / done_s, 1),
+              "rss_growth_mb": round(peak_mb - ready_mb, 1), "peak_rss_mb": round(peak_mb, 1),
+              "follow_s": round(follow_s, 2), "writer_max_lock_wait_ms": round(wr["max_lock_wait"] * 1000, 2),
+              "writer_max_commit_ms": round(wr["max_commit"] * 1000, 2), "loadavg_start": load_start}
+    report("cursor backfill (daemon, keyword pass)", [
+        ("conversations / exchanges", f"{n} / {total}"),
+        ("database (MB)", result["db_mb"]),
+        ("keyword-searchable all, from process start (s)", result["keyword_done_s"]),
+        ("exchanges/s (from start)", result["exchanges_per_s"]),
+        ("daemon RSS growth past ready / peak (MB)", f"{result['rss_growth_mb']} / {result['peak_rss_mb']}"),
+        ("a new exchange searchable in (s)", result["follow_s"]),
+        ("Cursor's longest lock wait / commit (ms)",
+         f"{result['writer_max_lock_wait_ms']} / {result['writer_max_commit_ms']}"),
+    ], result, args.json)
+
+
 def main() -> None:
     ap = parser(__doc__ or "", 5000, 40)
     ap.add_argument("--exchanges", type=int, default=10, help="exchanges per conversation")
     ap.add_argument("--pad-kb", type=int, default=0, help="tool output carried by each tool-call message (KB)")
+    ap.add_argument("--daemon", action="store_true", help="the real daemon reads the store (keyword pass)")
     args = ap.parse_args()
     n = size(args)
     load_start = loadavg()
+    if args.daemon:
+        daemon_run(args, n, load_start)
+        return
     with bench_env(keep=args.keep) as be:
         user = be.home / ".config" / "Cursor" / "User"
         t0 = time.monotonic()
