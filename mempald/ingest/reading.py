@@ -101,6 +101,7 @@ class UnitReader:
         self.user = user
         self.room_keywords = room_keywords
         self.status = status
+        self.unreadable: dict[str, str] = {}  # a database unit -> why it could not be read last (logged once)
 
     def info(self, path: Path, source: Source, kind: str, **kw: Any) -> SourceInfo:
         ingest = self.settings.current.ingest
@@ -195,7 +196,12 @@ class UnitReader:
                 return
             except sqlite3.Error as exc:  # locked longer than the busy timeout, or damaged: read again when it changes
                 res.error = f"{fmt.name} database not readable now: {exc}"
-                log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
+                if self.unreadable.get(str(root)) != str(exc):  # counted and logged once while it stays so (a
+                    self.unreadable[str(root)] = str(exc)  # store locked for minutes changes many times a second)
+                    st_err = self.status.setdefault(source.key, SourceStatus())
+                    st_err.errors += 1
+                    st_err.last_error = f"{root}: {res.error}"
+                    log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
                 return
             # a folder format that knows no working directory files under the folder's name (a Slack export's); a
             # database's chats with no folder of their own under the format's name ("state.vscdb" is no wing)
@@ -203,6 +209,8 @@ class UnitReader:
             if fmt.unit == "folder":
                 info = replace(info, default_wing=normal_wing(root.name))
             await self.write(parsed, info, lane, res)
+            if self.unreadable.pop(str(root), None) is not None:
+                log.info("database_readable", path=str(root), format=fmt.name)
             st = await anyio.to_thread.run_sync(os.stat, root)
             total += len(parsed.exchanges)
             context = replace(parsed.context, format=fmt.name, files=n)

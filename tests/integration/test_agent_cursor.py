@@ -6,6 +6,7 @@ twice, and Cursor's sessionStart hook answering in Cursor's shape."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -90,7 +91,14 @@ def test_a_locked_database_is_read_once_released_and_a_specstory_copy_is_not_sto
     try:
         daemon.start()
         daemon.wait_for(lambda: "database_unreadable" in daemon.logs(), timeout=120)
+        for n in range(3):  # the editor goes on changing its files while it holds the lock: tried each time
+            daemon.wait_for(lambda: daemon.call("status")["file_backlog"] == 0)
+            os.utime(db_path, (time.time() + n + 1, time.time() + n + 1))
+        daemon.wait_for(lambda: daemon.call("status")["file_backlog"] == 0)
         assert daemon.proc is not None and daemon.proc.poll() is None  # never a crash
+        assert daemon.logs().count("database_unreadable") == 1  # logged once
+        cursor_source = next(s for s in daemon.call("status")["sources"] if s.get("format") == "cursor")
+        assert cursor_source["errors"] == 1 and "locked" in cursor_source["last_error"]  # counted
     finally:
         holder.execute("ROLLBACK")
         holder.close()
