@@ -14,14 +14,16 @@ Where (``User/`` is ``~/.config/Cursor/User``, ``~/Library/Application Support/C
   ``workbench.panel.aichat.view.aichat.chatdata`` (``{tabs: [{tabId, chatTitle, bubbles: [{type: user|ai,
   id, text}]}]}``), read here too.
 
-Incremental: ``gather`` reads only the conversations whose ``lastUpdatedAt`` is at or after the context's
-``since`` (one short statement each, in batches of ``BATCH_BYTES``; nothing else in the database is read:
-it also holds the editor's tokens). Exchange keys come from the conversation's own messages (``ids="message"``):
-its prompt's digest (``cursor_bubbles.prompt_key``: a SpecStory history of the same conversation gets the same
-keys, so it is not stored twice), the bubble id for a message with no prompt; a conversation read again stores
-only its new exchanges. A conversation still ``generating`` keeps its last
-exchange back (its answer may still grow) and holds ``since`` before it; a bubble its headers name that is not
-written yet is treated the same way. A chat with no workspace goes to the wing ``cursor``.
+Incremental: Cursor writes every row with ``INSERT OR REPLACE``, so a written row takes the next row id;
+``gather`` looks at the keys of the rows from the context's ``since`` on (a row id; the row at ``since`` again,
+as a row replaced while it was the newest keeps its id) and reads the conversations they belong to whole, in
+batches of ``BATCH_BYTES``, one short statement each (nothing else in the database is read: it also holds the
+editor's tokens). Exchange keys come from the conversation's own messages (``ids="message"``): its prompt's
+digest (``cursor_bubbles.prompt_key``: a SpecStory history of the same conversation gets the same keys, so it is
+not stored twice), the bubble id for a message with no prompt; a conversation read again stores only its new
+exchanges. A conversation still ``generating`` keeps its last exchange back (its answer may still grow) and
+holds ``since`` at its newest row; a bubble its headers name that is not written yet is treated the same way.
+A chat with no workspace goes to the wing ``cursor``.
 """
 
 from __future__ import annotations
@@ -46,12 +48,11 @@ BUBBLE = "bubbleId:"
 LEGACY_CHAT = "workbench.panel.aichat.view.aichat.chatdata"
 PANEL_SESSIONS = "interactive.sessions"  # the chat panel's sessions (VS Code's shape: ``copilot``)
 WORKSPACE_COMPOSERS = "composer.composerData"
+STALE_MS = 10 * 60_000  # a conversation still "generating" this long before the newest one read was left so
 BATCH_BYTES = 32 << 20  # the bubbles one gather reads at most (a larger conversation is still read whole)
 _MAGIC = b"SQLite format 3\x00"
-_UPDATED = ("SELECT key, CASE WHEN json_valid(v) THEN coalesce(json_extract(v, '$.lastUpdatedAt'), "
-            "json_extract(v, '$.createdAt'), 0) ELSE 0 END AS updated FROM (SELECT key, CAST(value AS TEXT) AS v "
-            "FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;') WHERE updated >= ? "
-            "OR updated = 0 OR typeof(updated) != 'integer' ORDER BY updated, key")
+SCAN_ROWS = 5000  # row ids one gather looks at, at most (their keys only: a short statement)
+_SCAN = "SELECT rowid, key FROM cursorDiskKV WHERE rowid >= ? ORDER BY rowid LIMIT ?"
 
 
 def _prefix_end(prefix: str) -> str:
@@ -99,26 +100,48 @@ def _workspaces(db: PurePath, wanted: set[str], look: Look) -> list[dict[str, An
     return out
 
 
+def _conversation_of(key: str) -> str | None:
+    """The conversation a ``cursorDiskKV`` key belongs to (None: not a conversation's row)."""
+    if key.startswith(COMPOSER):
+        return key[len(COMPOSER):]
+    if key.startswith(BUBBLE) and key.count(":") >= 2:
+        return key.split(":", 2)[1]
+    return None
+
+
+def _conversation_rows(db: PurePath, cid: str, look: Look) -> list[dict[str, Any]]:
+    """A conversation's header and messages, with their row ids."""
+    prefix = f"{BUBBLE}{cid}:"
+    found = look.rows(db, "SELECT rowid, key, value FROM cursorDiskKV WHERE key = ?", (COMPOSER + cid,))
+    found += look.rows(db, "SELECT rowid, key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
+                       (prefix, _prefix_end(prefix)))
+    return [{"table": "cursorDiskKV", "rowid": rowid, "key": str(k), "value": v} for rowid, k, v in found]
+
+
 def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
-    """The rows of the conversations updated since ``ctx.since`` (module docstring). Errors of the database
-    (locked, corrupt: a ``sqlite3.Error`` from ``Look.rows``) are the intake's to count and retry."""
+    """The rows of the conversations written since ``ctx.since`` (a row id; module docstring), and in the
+    returned context how far they cover. Errors of the database (locked, corrupt: a ``sqlite3.Error`` from
+    ``Look.rows``) are the intake's to count and retry."""
     ctx = beside(db, ctx, look)  # (a workspace database's folder, whether or not the intake asked already)
     tables = _tables(db, look)
     rows: list[dict[str, Any]] = []
     if "cursorDiskKV" in tables:
-        size, fresh = 0, False
-        for key, updated in look.rows(db, _UPDATED, (ctx.since,)):
-            cid = str(key)[len(COMPOSER):]
-            composer = look.rows(db, "SELECT key, value FROM cursorDiskKV WHERE key = ?", (key,))
-            prefix = f"{BUBBLE}{cid}:"
-            bubbles = look.rows(db, "SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
-                                (prefix, _prefix_end(prefix)))
-            rows += [{"table": "cursorDiskKV", "key": str(k), "value": v} for k, v in composer + bubbles]
-            size += sum(len(v) for _k, v in bubbles if isinstance(v, str | bytes))
-            # (the conversation at ``since`` is read again, so a batch ends only once it holds a newer one)
-            fresh = fresh or not isinstance(updated, int) or updated > ctx.since
-            if size >= BATCH_BYTES and fresh:
-                break
+        # Cursor writes a row with ``INSERT OR REPLACE``: a written row takes the next row id, so the rows written
+        # since the last read are those from ``since`` on (the row at ``since`` included: a row replaced while it
+        # was the newest keeps its id). Their conversations are read whole, one short statement each.
+        seen: set[str] = set()
+        size, covered = 0, ctx.since
+        for rowid, key in look.rows(db, _SCAN, (ctx.since, SCAN_ROWS)):
+            cid = _conversation_of(str(key))
+            if cid is not None and cid not in seen:
+                seen.add(cid)
+                got = _conversation_rows(db, cid, look)
+                rows += got
+                size += sum(len(r["value"]) for r in got if isinstance(r["value"], str | bytes))
+            covered = int(rowid)
+            if size >= BATCH_BYTES and covered > ctx.since:
+                break  # the rest from ``covered`` on is the next batch's
+        ctx = replace(ctx, since=covered)  # what this batch covers (``parse`` holds it back for a chat not whole)
         wanted = {str(r["key"])[len(COMPOSER):] for r in rows if str(r["key"]).startswith(COMPOSER)}
         rows += _workspaces(db, wanted, look)
     if "ItemTable" in tables:
@@ -201,12 +224,16 @@ def _value(raw: Any) -> Any:
 
 
 def _composer(cid: str, data: dict[str, Any], bubbles: Mapping[str, tuple[str, Any]], folders: Mapping[str, str],
-              ctx: CursorContext, ledger: Ledger, used: set[str]) -> tuple[list[Exchange], bool]:
-    """A conversation's exchanges, and whether it was read whole (False: read it again next time)."""
+              ctx: CursorContext, ledger: Ledger, used: set[str], newest: int) -> tuple[list[Exchange], bool]:
+    """A conversation's exchanges, and whether it was read whole (False: read it again next time). ``newest``:
+    the latest update of any conversation read with it (a conversation "generating" for longer than
+    ``STALE_MS`` before it was left so by an editor that stopped: it is read as it is)."""
     ident = data.get("workspaceIdentifier")
     cwd = (cb.path_of_uri(ident.get("uri")) if isinstance(ident, dict) else "") or folders.get(cid) or ctx.cwd
     conv = _Conv(cid, cwd or None, as_str(data.get("name")), data.get("createdAt"), ledger)
-    generating = as_str(data.get("status")) == "generating"
+    updated = data.get("lastUpdatedAt")
+    stale = isinstance(updated, int) and updated < newest - STALE_MS
+    generating = as_str(data.get("status")) == "generating" and not stale
     inline = data.get("conversation")
     headers = data.get("fullConversationHeadersOnly")
     use_inline = isinstance(inline, list) and bool(inline)
@@ -298,9 +325,11 @@ def _panel(key: str, raw: Any, ctx: CursorContext, ledger: Ledger, name: str) ->
 
 
 def parse(inp: Input) -> Parsed:
-    """The exchanges of the rows ``gather`` read; ``since`` moves to the last conversation read whole."""
+    """The exchanges of the rows ``gather`` read. The context's ``since`` (where ``gather`` says its rows cover
+    up to) is held at the newest row of a conversation not read whole, so that one is read again."""
     ledger = Ledger()
     ctx = inp.context
+    newest: dict[str, int] = {}  # conversation -> its newest row id read
     composers: list[tuple[str, dict[str, Any], str]] = []
     bubbles: dict[str, dict[str, tuple[str, Any]]] = {}
     folders: dict[str, str] = {}
@@ -308,6 +337,9 @@ def parse(inp: Input) -> Parsed:
     for row in inp.rows:
         table, key, raw = as_str(row.get("table")), as_str(row.get("key")), row.get("value")
         ref = f"{table}/{key}"
+        rowid, cid_of = row.get("rowid"), _conversation_of(key) if table == "cursorDiskKV" else None
+        if isinstance(rowid, int) and cid_of is not None:
+            newest[cid_of] = max(newest.get(cid_of, 0), rowid)
         if table == "workspace":
             folders[key] = as_str(raw)
             ledger.folded(ref, "", "workspace folder")
@@ -328,25 +360,22 @@ def parse(inp: Input) -> Parsed:
             ledger.skipped(ref, "not a conversation row")
     since = ctx.since
     held: list[int] = []
+    latest = max((u for _c, d, _r in composers if isinstance(u := d.get("lastUpdatedAt"), int)), default=0)
     for cid, data, ref in composers:
         used: set[str] = set()
-        exchanges, whole = _composer(cid, data, bubbles.get(cid, {}), folders, ctx, ledger, used)
+        exchanges, whole = _composer(cid, data, bubbles.get(cid, {}), folders, ctx, ledger, used, latest)
         ledger.folded(ref, exchanges[0].key if exchanges else "", "conversation header")
         for bid, (bref, _raw) in bubbles.pop(cid, {}).items():
             if bid not in used:
                 ledger.skipped(bref, "not in its conversation's messages")
         out += exchanges
-        updated = data.get("lastUpdatedAt") or data.get("createdAt")
-        if isinstance(updated, int) and not isinstance(updated, bool):
-            if whole:
-                since = max(since, updated)
-            else:
-                held.append(updated)
+        if not whole and cid in newest:
+            held.append(newest[cid])
     for rest in bubbles.values():
         for bref, _raw in rest.values():
             ledger.skipped(bref, "its conversation header is missing")
     if held:
-        since = min(held)  # (each was read because it is at or after the context's own)
+        since = min(since, *held)
     return Parsed(out, ledger, replace(ctx, format=SOURCE_KIND, since=since))
 
 

@@ -77,17 +77,23 @@ def test_every_row_read_is_accounted_for_once(tmp_path: Path) -> None:
     assert counts["skipped: thinking only"] == 1
     assert counts["folded: conversation header"] == 3
     assert counts["folded: workspace folder"] == 1
-    assert "cursorDiskKV/bubbleId:c-gone:x1" not in rows  # a message of no conversation is not read at all
+    assert counts["skipped: its conversation header is missing"] == 1  # the message of no conversation
+    assert not any("checkpointId" in r for r in rows)  # the table's other keys are never read
 
 
-def test_a_second_read_takes_only_the_conversations_updated_since(tmp_path: Path) -> None:
+def _newest_row(db_path: Path) -> int:
+    with sqlite3.connect(db_path) as db:
+        return int(db.execute("SELECT max(rowid) FROM cursorDiskKV").fetchone()[0])
+
+
+def test_a_second_read_takes_only_the_conversations_written_since(tmp_path: Path) -> None:
     db_path = build_cursor_user(tmp_path)
     _inp, parsed = _read(db_path)
-    assert parsed.context.since == T0 + 2000
-    # nothing changed: only the newest conversation is looked at again (its ids are the same: nothing new stored)
+    assert parsed.context.since == _newest_row(db_path)
+    # nothing changed: only the newest row's conversation is looked at again (the orphan message: nothing stored)
     inp2, again = _read(db_path, parsed.context)
-    assert {r["key"] for r in inp2.rows if r["key"].startswith("composerData:")} == {"composerData:c-odd"}
-    assert {e.key for e in again.exchanges} == {key("Explain the backoff.")}
+    assert {r["key"] for r in inp2.rows} == {"bubbleId:c-gone:x1"}
+    assert again.exchanges == [] and again.context == parsed.context
     # Cursor appends a prompt and its answer to the spotter conversation
     db = sqlite3.connect(db_path, isolation_level=None)
     convo = [*spotter_conversation(),
@@ -95,12 +101,10 @@ def test_a_second_read_takes_only_the_conversations_updated_since(tmp_path: Path
     write_conversation(db, "c-spotter", convo, name="Rate limiter bursts", updated=T0 + 5000)
     db.close()
     inp3, third = _read(db_path, again.context)
-    # (the newest of the last read is looked at again: an update in the same millisecond is not missed)
-    assert {r["key"] for r in inp3.rows if r["key"].startswith("composerData:")} == {
-        "composerData:c-odd", "composerData:c-spotter"}
+    assert {r["key"] for r in inp3.rows if r["key"].startswith("composerData:")} == {"composerData:c-spotter"}
     spotter = [e for e in third.exchanges if e.session_id == "c-spotter"]
     assert [e.key for e in spotter] == [key(Q1), key("Apply it and add a test."), key("And the docs?")]
-    assert spotter[2].position == 2 and third.context.since == T0 + 5000
+    assert spotter[2].position == 2 and third.context.since == _newest_row(db_path)
 
 
 def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: Path) -> None:
@@ -112,7 +116,7 @@ def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: 
     _inp, parsed = _read(db_path)
     assert [e.key for e in parsed.exchanges] == [key("first")]
     assert parsed.ledger.counts()["skipped: still being written (read again when it changes)"] == 2
-    assert parsed.context.since == T0 + 10  # read again next time
+    assert parsed.context.since == _newest_row(db_path)  # its newest row: read again next time
     db = sqlite3.connect(db_path, isolation_level=None)
     write_conversation(db, "c1", [user("u1", "first"), answer("a1", "done"), user("u2", "second"),
                                   answer("a2", "half an answer, now whole")], updated=T0 + 20)
@@ -120,6 +124,15 @@ def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: 
     _inp, parsed = _read(db_path, parsed.context)
     assert [e.key for e in parsed.exchanges] == [key("first"), key("second")]
     assert parsed.exchanges[1].assistant == "half an answer, now whole"
+    # an editor that stopped mid-answer leaves it "generating": once it is 10 minutes older than a newer chat,
+    # it is read as it is (it never holds the reading back)
+    db = sqlite3.connect(db_path, isolation_level=None)
+    write_conversation(db, "c2", [user("u5", "left"), answer("a5", "cut")], status="generating", updated=T0)
+    write_conversation(db, "c3", [user("u6", "later"), answer("a6", "fine")], updated=T0 + 11 * 60_000)
+    db.close()
+    _inp, parsed = _read(db_path, parsed.context)
+    assert {e.session_id for e in parsed.exchanges} >= {"c2", "c3"}
+    assert parsed.context.since == _newest_row(db_path)
 
 
 def test_the_legacy_chat_tabs_and_a_workspace_database_name_their_folder(tmp_path: Path) -> None:
