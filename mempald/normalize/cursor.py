@@ -186,7 +186,7 @@ class _Conv:
         if kind == cb.USER:
             self.close()
             self.when, self.user = bubble.get("createdAt"), cb.user_text(bubble)
-            self.key = cb.prompt_key(self.user, self.seen) if self.by_prompt and self.user else bid
+            self.key = cb.prompt_key(self.cid, self.user, self.seen) if self.by_prompt and self.user else bid
             self.attached = cb.attachments(bubble)
             if self.user or self.attached:
                 self.ledger.stored(ref, self.key)

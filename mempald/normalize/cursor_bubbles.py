@@ -95,14 +95,15 @@ def attachments(bubble: dict[str, Any]) -> list[str]:
     return out
 
 
-def prompt_key(prompt: str, seen: dict[str, int]) -> str:
+def prompt_key(session: str, prompt: str, seen: dict[str, int]) -> str:
     """An exchange's key from its prompt, the same in every copy of a Cursor conversation (its store, a SpecStory
-    history of it), so a copy read too lands on the same drawers: ``p`` and 16 hex of the whitespace-normalised
-    prompt's SHA-1, ``.n`` for its n-th repeat in the conversation (``seen`` counts them)."""
+    history of it), so a copy read too lands on the same drawers: the conversation's id, ``:p`` and 16 hex of the
+    whitespace-normalised prompt's SHA-1, ``.n`` for its n-th repeat in the conversation (``seen`` counts them).
+    (The conversation's id keeps the same prompt in two conversations apart: keys are matched across sessions.)"""
     digest = hashlib.sha1(" ".join(prompt.split()).encode("utf-8")).hexdigest()[:16]
     n = seen.get(digest, 0)
     seen[digest] = n + 1
-    return f"p{digest}" + (f".{n}" if n else "")
+    return f"{session}:p{digest}" + (f".{n}" if n else "")
 
 
 def user_text(bubble: dict[str, Any]) -> str:

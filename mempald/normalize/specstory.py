@@ -155,7 +155,7 @@ def parse(inp: Input) -> Parsed:
 
     def make(pos: int, user: str, answer: str, tools: list[str], marker: str, line: int) -> Exchange:
         ts = _TS.search(marker.strip("_*) ")) if marker else None
-        key = prompt_key(user, seen) if mirror and user else f"{sid}:{pos}"
+        key = prompt_key(sid, user, seen) if mirror and user else f"{sid}:{pos}"
         return Exchange("cursor" if mirror else SOURCE_KIND, sid, key, user, answer,
                         timestamp=ts.group(1) if ts else None,
                         cwd=inp.context.cwd or None, agent=agent, title=title or None, position=pos,

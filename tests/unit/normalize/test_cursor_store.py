@@ -29,9 +29,9 @@ from tests.cursor_samples import (
 Q1 = "Why does the rate limiter let bursts through?\nSee the router."
 
 
-def key(prompt: str) -> str:
+def key(prompt: str, session: str = "c-spotter") -> str:
     """The key of the first exchange with this prompt in its conversation."""
-    return cb.prompt_key(prompt, {})
+    return cb.prompt_key(session, prompt, {})
 
 
 def _read(db: Path, ctx: CursorContext | None = None) -> tuple[Input, Parsed]:
@@ -48,7 +48,8 @@ def test_a_conversation_is_read_whole_faithfully_with_its_workspace_as_wing(tmp_
     for ex in parsed.exchanges:
         by_session.setdefault(ex.session_id, []).append(ex.key)
     assert by_session == {"c-spotter": [key(Q1), key("Apply it and add a test.")],
-                          "c-loose": [key("What does HTTP 429 mean?")], "c-odd": [key("Explain the backoff.")]}
+                          "c-loose": [key("What does HTTP 429 mean?", "c-loose")],
+                          "c-odd": [key("Explain the backoff.", "c-odd")]}
     first, second = (e for e in parsed.exchanges if e.session_id == "c-spotter")
     assert first.user == "Why does the rate limiter let bursts through?\nSee the router."  # whole, nothing pasted in
     assert dict(first.extra)["attachments"] == f"{PROJECT}/src/router.ts\n{PROJECT}/src/limiter.ts:12-18"
@@ -114,7 +115,7 @@ def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: 
                                   answer("a2", "half an ans")], status="generating", updated=T0 + 10)
     db.close()
     _inp, parsed = _read(db_path)
-    assert [e.key for e in parsed.exchanges] == [key("first")]
+    assert [e.key for e in parsed.exchanges] == [key("first", "c1")]
     assert parsed.ledger.counts()["skipped: still being written (read again when it changes)"] == 2
     assert parsed.context.since == _newest_row(db_path)  # its newest row: read again next time
     db = sqlite3.connect(db_path, isolation_level=None)
@@ -122,7 +123,7 @@ def test_a_conversation_still_generating_keeps_its_last_exchange_back(tmp_path: 
                                   answer("a2", "half an answer, now whole")], updated=T0 + 20)
     db.close()
     _inp, parsed = _read(db_path, parsed.context)
-    assert [e.key for e in parsed.exchanges] == [key("first"), key("second")]
+    assert [e.key for e in parsed.exchanges] == [key("first", "c1"), key("second", "c1")]
     assert parsed.exchanges[1].assistant == "half an answer, now whole"
     # an editor that stopped mid-answer leaves it "generating": once it is 10 minutes older than a newer chat,
     # it is read as it is (it never holds the reading back)
@@ -214,3 +215,15 @@ def test_the_registry_knows_the_database_by_its_name_and_first_bytes(tmp_path: P
     assert cursor.detect(Probe(db.name, db.read_bytes()[:100]))
     assert not cursor.detect(Probe(db.name, b"not a database"))
     assert registry.wanted("state.vscdb")
+
+
+def test_the_same_prompt_in_two_conversations_has_two_keys(tmp_path: Path) -> None:
+    """Keys are matched across sessions by the writer (its stale-chunk clean-up): a prompt typed in two chats
+    ("continue") must not share a key."""
+    db_path = tmp_path / "User" / "globalStorage" / "state.vscdb"
+    db = create_db(db_path)
+    write_conversation(db, "c1", [user("u1", "continue"), answer("a1", "one")])
+    write_conversation(db, "c2", [user("u1", "continue"), answer("a1", "two")])
+    db.close()
+    _inp, parsed = _read(db_path)
+    assert len({e.key for e in parsed.exchanges}) == 2
