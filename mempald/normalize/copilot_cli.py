@@ -8,7 +8,9 @@ the prompt as typed; ``transformedContent`` is what the CLI sent and is never th
 recorded as such), ``assistant.message`` (``content``, ``toolRequests``), ``tool.execution_start`` /
 ``tool.execution_complete`` (``[tool: name] arg`` and ``  -> result``), ``assistant.reasoning`` (dropped), the
 streaming ``*_delta`` events (the whole message follows them: dropped), and session bookkeeping
-(``session.info``, ``session.model_change``, ``assistant.turn_start``...: skipped, named).
+(``session.info``, ``session.model_change``, ``assistant.turn_start``...: skipped, named). Releases before
+``events.jsonl`` kept one JSON object a session in ``~/.copilot/history-session-state/`` (``chatMessages`` in
+the OpenAI shape, ``tool_calls`` summarised, ``tool`` results folded): read too.
 """
 
 from __future__ import annotations
@@ -112,10 +114,54 @@ class _Reader:
             self.key, self.when = key, ts  # an answer before any prompt (a resumed session): kept
 
 
+def _legacy(root: dict[str, Any], reader: _Reader) -> None:
+    """A session of releases before ``events.jsonl`` (``~/.copilot/history-session-state/<id>.json``):
+    ``{sessionId, startTime, chatMessages: [{role: user|assistant|tool, content, tool_calls?}]}``."""
+    reader.sid = as_str(root.get("sessionId")) or reader.sid
+    reader.ctx = replace(reader.ctx, session_id=reader.sid)
+    when = as_str(root.get("startTime")) or None
+    for n, msg in enumerate(root["chatMessages"]):
+        ref = f"chatMessages[{n}]"
+        role = as_str(msg.get("role")) if isinstance(msg, dict) else ""
+        if role == "user":
+            reader.close()
+            reader.key, reader.when = f"{reader.sid}:{n}", when
+            reader.user = strip_injected(as_str(msg.get("content"))).strip()
+            reader.ledger.stored(ref, reader.key)
+        elif role == "assistant":
+            reader._open(f"{reader.sid}:{n}", when)
+            text = strip_injected(as_str(msg.get("content"))).strip()
+            calls = msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else []
+            for call in calls:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    args = loads(as_str(fn.get("arguments")))
+                    args = args if isinstance(args, dict) else {}
+                    arg = next((args[k] for k in _ARG_KEYS if isinstance(args.get(k), str) and args[k].strip()), "")
+                    name = as_str(fn.get("name")) or "tool"
+                    add_unique(reader.tools, name)
+                    text = (text + "\n\n" if text else "") + f"[tool: {name}] {one_line(arg, MAX_ARG)}".rstrip()
+            if text:
+                reader.answer.append(text)
+                reader.ledger.stored(ref, reader.key)
+            else:
+                reader.ledger.skipped(ref, "empty message")
+        elif role == "tool" and reader.key:
+            reader.answer.append("  -> " + one_line(as_str(msg.get("content")), MAX_RESULT))
+            reader.ledger.folded(ref, reader.key, "tool result")
+        else:
+            reader.ledger.skipped(ref, f"message of role {role!r}" if role else "not a message")
+
+
 def parse(inp: Input) -> Parsed:
     stem = PurePosixPath(inp.name.replace("\\", "/"))
     sid = inp.context.session_id or (stem.parent.name if stem.name == "events.jsonl" else stem.stem)
     reader = _Reader(sid, replace(inp.context, format=SOURCE_KIND))
+    root = loads(inp.data) if inp.data.lstrip().startswith(b"{") and b"chatMessages" in inp.data[:1 << 20] else None
+    if isinstance(root, dict) and isinstance(root.get("chatMessages"), list):
+        _legacy(root, reader)
+        reader.close()
+        return Parsed(reader.out, reader.ledger, reader.ctx)
     seen = False
     offset = 0
     for raw in inp.data.split(b"\n"):
@@ -137,7 +183,11 @@ def parse(inp: Input) -> Parsed:
 
 
 def detect(probe: Probe) -> bool:
-    """JSONL whose first event is ``session.start`` with ``data.copilotVersion`` or ``producer``."""
+    """JSONL whose first event is ``session.start`` with ``data.copilotVersion`` or ``producer``; a legacy session
+    object (``sessionId`` and ``chatMessages``)."""
+    doc = probe.document
+    if isinstance(doc, dict):
+        return isinstance(doc.get("chatMessages"), list) and "sessionId" in doc
     first = probe.records[0] if probe.records else None
     if first is not None:
         data = first.get("data")
@@ -146,9 +196,11 @@ def detect(probe: Probe) -> bool:
     return re.match(r'\{\s*"type"\s*:\s*"session\.start"', probe.text) is not None and "copilot" in probe.text[:4096]
 
 
-PLACES = (Place("GitHub Copilot CLI", linux=("~/.copilot/session-state",), macos=("~/.copilot/session-state",),
-                windows=("%USERPROFILE%/.copilot/session-state",), globs=("*/events.jsonl", "*.jsonl")),)
+_ROOTS = ("~/.copilot/session-state", "~/.copilot/history-session-state")
+PLACES = (Place("GitHub Copilot CLI", linux=_ROOTS, macos=_ROOTS,
+                windows=("%USERPROFILE%/.copilot/session-state", "%USERPROFILE%/.copilot/history-session-state"),
+                globs=("*/events.jsonl", "*.jsonl", "*.json")),)
 
-FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".jsonl",),
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".jsonl", ".json"),
                 summary="GitHub Copilot CLI sessions (~/.copilot/session-state)", places=PLACES, ids="message",
                 agent=AGENT)

@@ -106,3 +106,24 @@ def test_a_copilot_cli_session_reads_prompts_answers_and_tools(tmp_path: Path) -
     assert counts["skipped: reasoning"] == 1 and counts["skipped: streaming delta"] == 1
     assert counts["skipped: session event session.info"] == 1
     assert len(cli_events()) == len(parsed.ledger.entries)
+
+
+def test_a_legacy_copilot_cli_session_object_is_read(tmp_path: Path) -> None:
+    legacy = {"sessionId": "hhh-1", "startTime": "2025-10-08T21:10:16.398Z", "chatMessages": [
+        {"role": "user", "content": "please add mcp servers"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"command": "cat ~/.copilot/mcp-config.json"})}}]},
+        {"role": "tool", "tool_call_id": "t1", "content": "{\"mcpServers\": {}}"},
+        {"role": "assistant", "content": "Added the server to mcp-config.json."},
+        {"role": "system", "content": "ignored"}], "timeline": []}
+    path = tmp_path / "history-session-state" / "hhh-1.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(legacy, indent=2))
+    assert copilot_cli.detect(Probe(path.name, path.read_bytes()))
+    assert not copilot.detect(Probe(path.name, path.read_bytes()))
+    [ex] = _parse(copilot_cli.parse, path).exchanges
+    assert (ex.session_id, ex.user, ex.agent) == ("hhh-1", "please add mcp servers", "copilot")
+    assert ex.assistant == ("[tool: bash] cat ~/.copilot/mcp-config.json\n\n  -> {\"mcpServers\": {}}\n\n"
+                            "Added the server to mcp-config.json.")
+    assert _parse(copilot_cli.parse, path).ledger.counts() == {
+        "folded: tool result": 1, "skipped: message of role 'system'": 1, "stored": 3}
