@@ -52,6 +52,7 @@ STALE_MS = 10 * 60_000  # a conversation still "generating" this long before the
 BATCH_BYTES = 32 << 20  # the bubbles one gather reads at most (a larger conversation is still read whole)
 _MAGIC = b"SQLite format 3\x00"
 SCAN_ROWS = 5000  # row ids one gather looks at, at most (their keys only: a short statement)
+PAGE_ROWS = 64  # messages one statement reads
 _SCAN = "SELECT rowid, key FROM cursorDiskKV WHERE rowid >= ? ORDER BY rowid LIMIT ?"
 
 
@@ -110,11 +111,18 @@ def _conversation_of(key: str) -> str | None:
 
 
 def _conversation_rows(db: PurePath, cid: str, look: Look) -> list[dict[str, Any]]:
-    """A conversation's header and messages, with their row ids."""
-    prefix = f"{BUBBLE}{cid}:"
+    """A conversation's header and messages, with their row ids: pages of ``PAGE_ROWS`` messages by key, each a
+    short statement (a long agent chat's tool outputs can weigh megabytes)."""
     found = look.rows(db, "SELECT rowid, key, value FROM cursorDiskKV WHERE key = ?", (COMPOSER + cid,))
-    found += look.rows(db, "SELECT rowid, key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
-                       (prefix, _prefix_end(prefix)))
+    start, end = f"{BUBBLE}{cid}:", _prefix_end(f"{BUBBLE}{cid}:")
+    sql = "SELECT rowid, key, value FROM cursorDiskKV WHERE key {} ? AND key < ? ORDER BY key LIMIT ?"
+    first = True
+    while True:
+        page = look.rows(db, sql.format(">=" if first else ">"), (start, end, PAGE_ROWS))
+        found += page
+        if len(page) < PAGE_ROWS:
+            break
+        start, first = str(page[-1][1]), False
     return [{"table": "cursorDiskKV", "rowid": rowid, "key": str(k), "value": v} for rowid, k, v in found]
 
 

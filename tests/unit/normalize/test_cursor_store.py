@@ -227,3 +227,16 @@ def test_the_same_prompt_in_two_conversations_has_two_keys(tmp_path: Path) -> No
     db.close()
     _inp, parsed = _read(db_path)
     assert len({e.key for e in parsed.exchanges}) == 2
+
+
+def test_a_long_conversation_is_read_in_short_pages(tmp_path: Path) -> None:
+    db_path = tmp_path / "User" / "globalStorage" / "state.vscdb"
+    db = create_db(db_path)
+    messages = []
+    for n in range(150):  # 300 messages: five pages
+        messages += [user(f"u{n:03d}", f"step {n}"), answer(f"a{n:03d}", f"done {n}")]
+    write_conversation(db, "long", messages)
+    db.close()
+    inp, parsed = _read(db_path)
+    assert len(inp.rows) == 301 and len({r["key"] for r in inp.rows}) == 301
+    assert [e.user for e in parsed.exchanges] == [f"step {n}" for n in range(150)]
