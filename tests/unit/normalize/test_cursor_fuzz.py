@@ -50,9 +50,10 @@ def test_arbitrary_cursor_rows(rows: list[tuple[str, Any, bool]], since: int) ->
     for key, value, raw in rows:
         seen[key] = _value(value, raw)  # the table's keys are unique
     inp = Input(name="state.vscdb", context=CursorContext(format="cursor", since=since), rows=[
-        {"table": "ItemTable" if k == cursor.LEGACY_CHAT else "cursorDiskKV", "key": k, "value": v}
-        for k, v in seen.items()])
+        {"table": "ItemTable" if k == cursor.LEGACY_CHAT else "cursorDiskKV", "rowid": n + 1, "key": k, "value": v}
+        for n, (k, v) in enumerate(seen.items())])
     parsed = cursor.parse(inp)
+    assert parsed.context.since <= since  # never past what the read covered
     _accounted(parsed)
     refs = [str(a.ref) for a in parsed.ledger.entries]
     for row in inp.rows:  # every row read has exactly one outcome (the legacy chat row: one per message)
