@@ -32,7 +32,7 @@ class Editor:
     kind: str  # the server's "type"
 
 
-EDITORS = {"cursor": Editor("Cursor", "mcpServers", "stdio"), "vscode": Editor("VS Code", "servers", "stdio"),
+EDITOR_MCP = {"cursor": Editor("Cursor", "mcpServers", "stdio"), "vscode": Editor("VS Code", "servers", "stdio"),
            "copilot-cli": Editor("the Copilot CLI", "mcpServers", "local")}
 
 
@@ -56,7 +56,7 @@ def config_path(agent: str, scope: str) -> Path:
 
 
 def server_entry(agent: str, command: str, args: list[str], env: dict[str, str]) -> Json:
-    entry: Json = {"type": EDITORS[agent].kind, "command": command, "args": args}
+    entry: Json = {"type": EDITOR_MCP[agent].kind, "command": command, "args": args}
     if env:
         entry["env"] = env
     if agent == "copilot-cli":
@@ -65,9 +65,9 @@ def server_entry(agent: str, command: str, args: list[str], env: dict[str, str])
 
 
 def _servers(config: Json, agent: str, path: Path) -> dict[str, Json]:
-    servers = config.setdefault(EDITORS[agent].table, {})
+    servers = config.setdefault(EDITOR_MCP[agent].table, {})
     if not isinstance(servers, dict):
-        raise InstallError(f'{path}: "{EDITORS[agent].table}" is not an object; fix it by hand, nothing was changed')
+        raise InstallError(f'{path}: "{EDITOR_MCP[agent].table}" is not an object; fix it by hand, nothing was changed')
     return servers
 
 
@@ -79,7 +79,7 @@ def merged(config: Json, agent: str, entry: Json, path: Path) -> Json:
 
 def removed(config: Json, agent: str, path: Path) -> Json:
     out = copy.deepcopy(config)
-    table = EDITORS[agent].table
+    table = EDITOR_MCP[agent].table
     if isinstance(out.get(table), dict) and SERVER_NAME in out[table]:
         servers = _servers(out, agent, path)
         del servers[SERVER_NAME]
@@ -92,7 +92,7 @@ def install_editor_mcp(agent: str, scope: str, command: str, args: list[str], en
                        dry_run: bool, uninstall: bool) -> bool:
     """Write (or clean) one editor's MCP file; True when the file changed (or would)."""
     path = config_path(agent, scope)
-    label = f"mempal MCP for {EDITORS[agent].label}"
+    label = f"mempal MCP for {EDITOR_MCP[agent].label}"
     if uninstall and not path.exists():
         report_nothing = f"{label}: {path} does not exist; nothing changed"
         print(report_nothing, file=sys.stderr)

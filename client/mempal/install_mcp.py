@@ -17,7 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from mempal.install_editors import EDITORS, install_editor_mcp
+from mempal.install_editors import EDITOR_MCP, install_editor_mcp
 from mempal.install_files import (
     InstallError,
     Json,
@@ -106,7 +106,7 @@ def cmd_install_mcp(args: argparse.Namespace) -> int:
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
     agent = getattr(args, "agent", "claude")
-    if agent in EDITORS:  # Cursor, VS Code, the Copilot CLI: their own files (mempal.install_editors)
+    if agent in EDITOR_MCP:  # Cursor, VS Code, the Copilot CLI: their own files (mempal.install_editors)
         try:
             install_editor_mcp(agent, args.scope, command, cmd_args, env, dry_run=args.dry_run,
                                uninstall=getattr(args, "uninstall", False))
@@ -141,7 +141,7 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
-    p.add_argument("--agent", choices=["claude", *EDITORS], default="claude",
+    p.add_argument("--agent", choices=["claude", *EDITOR_MCP], default="claude",
                    help="claude (default): Claude Code; cursor, vscode, copilot-cli: that editor's MCP file")
     p.add_argument("--uninstall", action="store_true", help="with --agent: remove the mempal entry")
     p.set_defaults(func=cmd_install_mcp)
