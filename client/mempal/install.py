@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mempal.install_editors import install_cursor_hooks
 from mempal.install_files import (
     Change,
     InstallError,
@@ -218,11 +219,23 @@ def uninstall_hooks(scope: str, codex: bool, dry_run: bool) -> list[Change]:
     return changes
 
 
+def _cursor_hooks(args: argparse.Namespace, *, uninstall: bool) -> int:
+    """``--agent cursor``: Cursor's hooks.json (``mempal.install_editors``)."""
+    try:
+        install_cursor_hooks(args.scope, hook_argv(), HOOK_ENTRY, dry_run=args.dry_run, uninstall=uninstall)
+    except InstallError as exc:
+        _say(f"mempal: {exc}")
+        return EXIT_ERROR
+    return EXIT_OK
+
+
 def cmd_install_hooks(args: argparse.Namespace) -> int:
     if getattr(args, "agent", "claude") in ("gemini", "antigravity"):
         from mempal.install_gemini import cmd_hooks
 
         return cmd_hooks(args, install=True)
+    if getattr(args, "agent", "claude") == "cursor":
+        return _cursor_hooks(args, uninstall=False)
     try:
         changes = install_hooks(args.scope, args.codex, args.dry_run)
     except InstallError as exc:
@@ -243,6 +256,8 @@ def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
         from mempal.install_gemini import cmd_hooks
 
         return cmd_hooks(args, install=False)
+    if getattr(args, "agent", "claude") == "cursor":
+        return _cursor_hooks(args, uninstall=True)
     try:
         changes = uninstall_hooks(args.scope, args.codex, args.dry_run)
     except InstallError as exc:
@@ -261,15 +276,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude/settings.json (default); project: ./.claude/settings.json")
     p.add_argument("--codex", action="store_true", help="also write Codex's hooks.json")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude",
-                   help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/hooks.json")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", "cursor"], default="claude",
+                   help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/hooks.json; cursor: Cursor's "
+                   "~/.cursor/hooks.json (or ./.cursor/hooks.json)")
     p.add_argument("--dry-run", action="store_true", help="print the resulting settings; write nothing")
     p.set_defaults(func=cmd_install_hooks)
 
     p = sub.add_parser("uninstall-hooks", help="remove exactly the hooks install-hooks added")
     p.add_argument("--scope", choices=["user", "project"], default="user")
     p.add_argument("--codex", action="store_true", help="also clean Codex's hooks.json")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity"], default="claude")
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", "cursor"], default="claude")
     p.add_argument("--dry-run", action="store_true", help="print the resulting settings; write nothing")
     p.set_defaults(func=cmd_uninstall_hooks)
 

@@ -21,6 +21,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from mempal.install_editors import EDITOR_MCP, install_editor_mcp
 from mempal.install_files import (
     InstallError,
     Json,
@@ -164,6 +165,14 @@ def cmd_install_mcp(args: argparse.Namespace) -> int:
     command, cmd_args = mcp_command(getattr(args, "read_only", False))
     env = pinned_env()
     agent = getattr(args, "agent", "claude")
+    if agent in EDITOR_MCP:  # Cursor, VS Code, the Copilot CLI: their own files (mempal.install_editors)
+        try:
+            install_editor_mcp(agent, args.scope, command, cmd_args, env, dry_run=args.dry_run,
+                               uninstall=getattr(args, "uninstall", False))
+        except InstallError as exc:
+            _say(f"mempal: {exc}")
+            return EXIT_ERROR
+        return EXIT_OK
     if agent in AGENT_MCP or agent in EXTENSION_MCP:
         try:
             if agent in AGENT_MCP:
@@ -202,10 +211,11 @@ def register_install_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude.json, for every project (default); project: ./.mcp.json")
     p.add_argument("--codex", action="store_true", help="also add [mcp_servers.mempal] to Codex's config.toml")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", *EXTENSION_MCP, *AGENT_MCP],
+    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", *EXTENSION_MCP, *AGENT_MCP, *EDITOR_MCP],
                    default="claude", help="claude: Claude Code (default); gemini: ~/.gemini/settings.json; "
                    "antigravity: ~/.gemini/config/mcp_config.json; cline, roo, kilo: the extension's MCP settings "
-                   "file; opencode: OpenCode's opencode.json")
+                   "file; opencode: OpenCode's opencode.json; cursor, vscode, copilot-cli: that editor's MCP file")
     p.add_argument("--read-only", action="store_true", help="register the server in read-only mode")
     p.add_argument("--dry-run", action="store_true", help="print the resulting config; write nothing")
+    p.add_argument("--uninstall", action="store_true", help="with --agent: remove the mempal entry")
     p.set_defaults(func=cmd_install_mcp)

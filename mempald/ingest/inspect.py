@@ -102,7 +102,8 @@ def _order(ref: int | str, numbers: dict[int, int]) -> tuple[int, str]:
 
 def _exchange(e: Exchange, wing: str, drawers: int, capped_chars: int) -> dict[str, Any]:
     c = clean_text
-    return {"position": e.position, "key": c(e.key), "kind": e.kind, "agent": e.agent or "", "wing": wing,
+    return {"position": e.position, "key": c(e.key), "session": c(e.session_id), "kind": e.kind,
+            "agent": e.agent or "", "wing": wing,
             "prompt": c(e.user[:PROMPT_CHARS]), "prompt_chars": len(e.user), "answer_chars": len(e.assistant),
             "tools": len(e.tools), "files": [c(f) for f in e.files], "parent": c(e.parent),
             "title": c(e.title or ""), "timestamp": c(e.timestamp or ""), "drawers": drawers,

@@ -101,6 +101,7 @@ class UnitReader:
         self.user = user
         self.room_keywords = room_keywords
         self.status = status
+        self.unreadable: dict[str, str] = {}  # a database unit -> why it could not be read last (logged once)
 
     def info(self, path: Path, source: Source, kind: str, **kw: Any) -> SourceInfo:
         ingest = self.settings.current.ingest
@@ -189,26 +190,45 @@ class UnitReader:
         else:
             kept = cur.context if cur else CursorContext()
             base = CursorContext(format=fmt.name, parent=kept.parent, agent_type=kept.agent_type, cwd=kept.cwd)
-        try:
-            ctx = await anyio.to_thread.run_sync(prepare, root, fmt, base)
-            inp = await anyio.to_thread.run_sync(gather, root, fmt, ctx)
-            parsed = await anyio.to_thread.run_sync(fmt.parse, inp)
-        except NormalizeError as exc:
-            res.error = f"not a {fmt.name} {fmt.unit}: {exc}"
-            log.warning("unit_unreadable", path=str(root), format=fmt.name, error=str(exc))
-            return
-        except sqlite3.Error as exc:  # locked for longer than the busy timeout, or damaged: read again when it changes
-            res.error = f"{fmt.name} database not readable now: {exc}"
-            log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
-            return
-        # a folder format that knows no working directory files under the folder's name (a Slack export's)
-        info = replace(self.info(root, source, fmt.name), default_wing=normal_wing(root.name))
-        await self.write(parsed, info, lane, res)
-        st = await anyio.to_thread.run_sync(os.stat, root)
-        total = (cur.exchanges if cur and fmt.unit == "database" else 0) + len(parsed.exchanges)
-        await self.state.put_cursor(Cursor(
-            str(root), source.key, st.st_ino, size, mtime, size, "", replace(parsed.context, format=fmt.name, files=n),
-            total))
+        total = cur.exchanges if cur and fmt.unit == "database" else 0
+        while True:
+            try:
+                ctx = await anyio.to_thread.run_sync(prepare, root, fmt, base)
+                inp = await anyio.to_thread.run_sync(gather, root, fmt, ctx)
+                parsed = await anyio.to_thread.run_sync(fmt.parse, inp)
+            except NormalizeError as exc:
+                res.error = f"not a {fmt.name} {fmt.unit}: {exc}"
+                log.warning("unit_unreadable", path=str(root), format=fmt.name, error=str(exc))
+                return
+            except sqlite3.Error as exc:  # locked longer than the busy timeout, or damaged: read again when it changes
+                res.error = f"{fmt.name} database not readable now: {exc}"
+                if self.unreadable.get(str(root)) != str(exc):  # counted and logged once while it stays so (a
+                    self.unreadable[str(root)] = str(exc)  # store locked for minutes changes many times a second)
+                    st_err = self.status.setdefault(source.key, SourceStatus())
+                    st_err.errors += 1
+                    st_err.last_error = f"{root}: {res.error}"
+                    log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
+                return
+            # a folder format that knows no working directory files under the folder's name (a Slack export's); a
+            # database's chats with no folder of their own under the format's name ("state.vscdb" is no wing)
+            info = self.info(root, source, fmt.name)
+            if fmt.unit == "folder":
+                info = replace(info, default_wing=normal_wing(root.name))
+            await self.write(parsed, info, lane, res)
+            if self.unreadable.pop(str(root), None) is not None:
+                log.info("database_readable", path=str(root), format=fmt.name)
+            st = await anyio.to_thread.run_sync(os.stat, root)
+            total += len(parsed.exchanges)
+            context = replace(parsed.context, format=fmt.name, files=n)
+            # A database's gather reads a bounded batch from where its context says (issue 43: a 1 GB store is
+            # not held in memory): it is read batch after batch until the context stops moving. Until then the
+            # cursor keeps no signature, so a restart mid-way goes on from the last batch.
+            more = fmt.unit == "database" and context != replace(ctx, format=fmt.name, files=n)
+            await self.state.put_cursor(Cursor(str(root), source.key, st.st_ino, -1 if more else size,
+                                               0.0 if more else mtime, size, "", context, total))
+            if not more:
+                return
+            base = parsed.context
 
     async def project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
         """Code and notes: a changed file is re-chunked and its old drawers replaced."""

@@ -23,7 +23,10 @@ from mempald.sources.reader import BINARY_PROBE, Refused, check_text, open_regul
 EXPORT_MAX = 512 * 1024 * 1024
 # folders the tools themselves name (a user's own folder names, even "exports", are wings)
 _GENERIC = frozenset({"chats", "chat", "sessions", "session", "tmp", "projects", "archived_sessions", "subagents",
-                      "logs", "brain"})
+                      "logs", "brain",
+                      # an editor's storage folders (issue 43): a chat with no workspace files under its agent
+                      "user", "globalstorage", "workspacestorage", "chatsessions", "emptywindowchatsessions",
+                      "session-state"})
 # a hash, a date, a session id (a Gemini sub-agent's chat lies in a folder named after its parent session)
 _HASHLIKE = re.compile(r"^(?:[0-9a-f]{16,}|\d{4}(?:-\d{2}){0,2}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})$", re.I)
 

@@ -92,6 +92,7 @@ class CursorContext:
     files: int = 0  # a folder unit (Slack export): how many JSON files it had
     parent: str = ""  # a sub-agent transcript: the key of the parent exchange that started it
     agent_type: str = ""  # a sub-agent transcript: its type (general-purpose, Explore, ...)
+    since: int = 0  # a database unit (an editor's store): the row id its next read starts at
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in ("", 0)}

@@ -19,20 +19,26 @@ from mempald.normalize import (
     claude_code,
     cline,
     codex,
+    copilot,
+    copilot_cli,
+    cursor,
+    cursor_export,
     gemini,
     opencode_db,
     opencode_export,
     opencode_storage,
     plaintext,
     slack,
+    specstory,
 )
 from mempald.normalize.format import Format, Probe
 
-# Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts.
+# Detection order: names (an editor's database) and headers first, then JSON documents by their marker keys, then
+# JSONL rollouts; the folder and database formats after the file formats.
 FORMATS: tuple[Format, ...] = (
-    aider.FORMAT, gemini.FORMAT, antigravity.FORMAT, opencode_export.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT,
-    codex.FORMAT, claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT,
-    plaintext.FORMAT,
+    cursor.FORMAT, aider.FORMAT, specstory.FORMAT, cursor_export.FORMAT, gemini.FORMAT, antigravity.FORMAT,
+    opencode_export.FORMAT, copilot.FORMAT, copilot_cli.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
+    claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT
 _BY_NAME = {f.name: f for f in FORMATS}

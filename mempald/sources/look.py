@@ -7,12 +7,12 @@ statement, so mempald never holds the editor's writer back."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 from pathlib import Path, PurePath
 from typing import Any
 
 from mempald.normalize.model import Line
+from mempald.sources import sqlite_ro
 from mempald.sources.reader import open_regular, read_capped, read_head
 
 BUSY_TIMEOUT_S = 0.05  # how long a query waits for an editor's write lock before it gives up (read again later)
@@ -66,15 +66,9 @@ class FileLook:
         return out
 
     def rows(self, database: PurePath, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one read-only query (raises ``sqlite3.Error`` when the database is locked or damaged: the
-        unit is read again when it changes)."""
-        uri = Path(database).resolve().as_uri() + "?mode=ro"
-        con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                              check_same_thread=False)
-        try:
-            return con.execute(sql, params).fetchall()
-        finally:
-            con.close()
+        """The rows of one read-only query (``sqlite_ro.query``: raises its ``Unreadable``, a ``sqlite3.Error``,
+        when the database is locked, damaged or not a file: the unit is read again when it changes)."""
+        return sqlite_ro.query(database, sql, params, timeout_s=BUSY_TIMEOUT_S)
 
 
 LOOK = FileLook()

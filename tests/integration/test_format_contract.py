@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,9 @@ from mempald.state.db import State
 from mempald.store.base import Filters
 from mempald.store.edge import EdgeStore
 from tests.conftest import FORMATS, REPO, lines_in
+from tests.copilot_samples import write_cli_session, write_json_session, write_jsonl_session
+from tests.cursor_samples import build_cursor_user
+from tests.unit.normalize.test_cursor_export import EXPORT, SPECSTORY_V2
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +71,24 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "opencode_db": ("repo:tests/fixtures/opencode/opencode.db",),
     "opencode_export": ("repo:tests/fixtures/opencode/export/ses_9c8e9f580001e71lHFE8l6hlvY.json",),
     "text": (":note.md",),
+    "cursor": (":state.vscdb",),  # a Cursor store in the real schema, built by tests/cursor_samples.py
+    "copilot": (":chat_session.json", ":chat_session.jsonl"),  # tests/copilot_samples.py
+    "copilot_cli": (":events.jsonl",),
+    "specstory": (":specstory.md",),  # tests/unit/normalize/test_cursor_export.py
+    "cursor_export": (":cursor_export.md",),
 }
+WRITTEN: dict[str, Callable[[Path], Path]] = {
+    ":chat_session.json": write_json_session, ":chat_session.jsonl": write_jsonl_session,
+    ":events.jsonl": write_cli_session,
+    ":specstory.md": lambda folder: _write(folder / "2026-11-02_09-12Z-flaky.md", SPECSTORY_V2),
+    ":cursor_export.md": lambda folder: _write(folder / "cursor_rate_limiter.md", EXPORT),
+}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 @dataclass
@@ -115,6 +135,10 @@ async def palace(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tupl
 
 def _place(fmt: str, rel: str, folder: Path) -> Unit:
     folder.mkdir(parents=True, exist_ok=True)
+    if rel.startswith(":") and registry.by_name(fmt).reads == "rows":
+        return Unit(fmt, build_cursor_user(folder), None)
+    if rel in WRITTEN:
+        return Unit(fmt, WRITTEN[rel](folder), None)
     if rel.startswith(":"):
         path = folder / rel[1:]
         path.write_text(NOTE)
@@ -162,7 +186,11 @@ async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: 
     unit = _place(fmt, rel, tmp_path)
     found = registry.by_name(fmt)
     if found.unit != "file":  # a folder or a database: read through its declared gather, as the intake reads it
-        parsed = found.parse(gather(unit.path, found, CursorContext(format=fmt)))
+        inp = gather(unit.path, found, CursorContext(format=fmt))
+        parsed = found.parse(inp)
+        if found.unit == "database":
+            refs = sorted(str(a.ref) for a in parsed.ledger.entries)
+            assert refs == sorted(f"{r['table']}/{r['key']}" for r in inp.rows), "every row read has one outcome"
     elif found.reads == "lines":
         lines = lines_in(unit.path.read_bytes())
         parsed = found.parse(Input(name=str(unit.path), lines=lines, context=CursorContext(format=fmt)))

@@ -62,6 +62,7 @@ class DrawerExtras(TypedDict, total=False):
     model: Annotated[str, REFRESHED]  # chatgpt, gemini
     quotes: str  # digests of the lines its file tools wrote, per file (claude_code, codex; normalize.quotes)
     lines: str  # a project chunk's line range "start-end"
+    attachments: str  # cursor, copilot: what a prompt attached (@file, selections, images), one a line
     channel: str  # slack
     thread_ts: str  # slack: a thread's unit
     day: str  # slack: a day's unit

@@ -108,6 +108,19 @@ def _drawers_of_project(root: Path, embedder: Embedder) -> list[Drawer]:
     return drawers
 
 
+def _drawers_of_cursor_store(root: Path, embedder: Embedder) -> list[Drawer]:
+    """A Cursor store (a database: no file of the shared fixtures) in the real schema, built by the tests."""
+    from mempald.normalize import cursor
+    from mempald.normalize.model import CursorContext
+    from mempald.sources.look import LOOK
+    from tests.cursor_samples import build_cursor_user
+
+    db = build_cursor_user(root)
+    parsed = cursor.parse(cursor.gather(db, CursorContext(format="cursor"), LOOK))
+    info = SourceInfo(kind="cursor", path=str(db), source_key="cursor", machine="m", user="u")
+    return build_drawers(parsed.exchanges, info, embedder.count_tokens, 256, BuildStats())
+
+
 def _type_ok(value: Any, declared_type: Any) -> bool:
     if get_origin(declared_type) is list:
         (item,) = get_args(declared_type)
@@ -120,9 +133,10 @@ def _type_ok(value: Any, declared_type: Any) -> bool:
 
 
 @pytest.mark.timeout(300)
-def test_build_drawers_writes_what_is_declared(formats_dir: Path, embedder: Embedder) -> None:
+def test_build_drawers_writes_what_is_declared(formats_dir: Path, embedder: Embedder, tmp_path: Path) -> None:
     drawers, exchanges = _drawers_of_fixtures(formats_dir, embedder)
     drawers += _drawers_of_project(Path(__file__).resolve().parents[3] / "mempald" / "ingest", embedder)
+    drawers += _drawers_of_cursor_store(tmp_path, embedder)
     assert len(drawers) > 500
     written: set[str] = set()
     for d in drawers:

@@ -34,7 +34,8 @@ EXPECTED = {
 
 
 def test_every_format_has_one_parse_signature() -> None:
-    assert [f.name for f in registry.FORMATS] == ["aider", "gemini", "antigravity", "opencode_export", "chatgpt",
+    assert [f.name for f in registry.FORMATS] == ["cursor", "aider", "specstory", "cursor_export", "gemini",
+                                                  "antigravity", "opencode_export", "copilot", "copilot_cli", "chatgpt",
                                                   "claude_ai", "codex", "claude_code", "cline", "slack", "opencode",
                                                   "opencode_db", "text"]
     for fmt in registry.FORMATS:
