@@ -220,10 +220,10 @@ class UnitReader:
             st = await anyio.to_thread.run_sync(os.stat, root)
             total += len(parsed.exchanges)
             context = replace(parsed.context, format=fmt.name, files=n)
-            # A database's gather reads a bounded batch from where its context says (issue 43: a 1 GB store is
-            # not held in memory): it is read batch after batch until the context stops moving. Until then the
-            # cursor keeps no signature, so a restart mid-way goes on from the last batch.
-            more = fmt.unit == "database" and context != replace(ctx, format=fmt.name, files=n)
+            # A database's gather may read a bounded batch from where its context says (issue 43: a 1 GB store is
+            # not held in memory) and say there is more: it is read batch after batch while its context moves.
+            # Until then the cursor keeps no signature, so a restart mid-way goes on from the last batch.
+            more = inp.more and fmt.unit == "database" and context != replace(ctx, format=fmt.name, files=n)
             await self.state.put_cursor(Cursor(str(root), source.key, st.st_ino, -1 if more else size,
                                                0.0 if more else mtime, size, "", context, total))
             if not more:

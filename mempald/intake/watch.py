@@ -117,7 +117,11 @@ class Watcher:
                     self._handler, str(root), recursive=root.is_dir(), event_filter=EVENTS)
             except OSError as exc:
                 log.warning("watch_failed", root=str(root), error=str(exc))
-        parents = {p for p in map(nearest_existing, waiting) if p is not None}
+        # A parent inside a watched root is not watched again: the root's recursive watch already reports the
+        # folders made there (and a second, narrower watch of the same folder replaced the root's: a Cline root
+        # waited for inside Cursor's watched User folder silenced Cursor's database events)
+        parents = {p for p in map(nearest_existing, waiting)
+                   if p is not None and not any(p == r or r in p.parents for r in wanted)}
         for parent in list(self._parents):
             if parent not in parents:
                 self._observer.unschedule(self._parents.pop(parent))  # type: ignore[arg-type]

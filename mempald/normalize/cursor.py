@@ -133,13 +133,16 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
     ctx = beside(db, ctx, look)  # (a workspace database's folder, whether or not the intake asked already)
     tables = _tables(db, look)
     rows: list[dict[str, Any]] = []
+    more = False
     if "cursorDiskKV" in tables:
         # Cursor writes a row with ``INSERT OR REPLACE``: a written row takes the next row id, so the rows written
         # since the last read are those from ``since`` on (the row at ``since`` included: a row replaced while it
         # was the newest keeps its id). Their conversations are read whole, one short statement each.
         seen: set[str] = set()
         size, covered = 0, ctx.since
-        for rowid, key in look.rows(db, _SCAN, (ctx.since, SCAN_ROWS)):
+        scanned = look.rows(db, _SCAN, (ctx.since, SCAN_ROWS))
+        more = len(scanned) >= SCAN_ROWS  # (rows after the last one scanned: the next batch's)
+        for rowid, key in scanned:
             cid = _conversation_of(str(key))
             if cid is not None and cid not in seen:
                 seen.add(cid)
@@ -148,6 +151,7 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
                 size += sum(len(r["value"]) for r in got if isinstance(r["value"], str | bytes))
             covered = int(rowid)
             if size >= BATCH_BYTES and covered > ctx.since:
+                more = True
                 break  # the rest from ``covered`` on is the next batch's
         ctx = replace(ctx, since=covered)  # what this batch covers (``parse`` holds it back for a chat not whole)
         wanted = {str(r["key"])[len(COMPOSER):] for r in rows if str(r["key"]).startswith(COMPOSER)}
@@ -155,7 +159,7 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
     if "ItemTable" in tables:
         rows += [{"table": "ItemTable", "key": str(k), "value": v} for k, v in
                  look.rows(db, "SELECT key, value FROM ItemTable WHERE key IN (?, ?)", (LEGACY_CHAT, PANEL_SESSIONS))]
-    return Input(name=str(db), context=ctx, rows=rows)
+    return Input(name=str(db), context=ctx, rows=rows, more=more)
 
 
 @dataclass

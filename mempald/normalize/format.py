@@ -146,6 +146,7 @@ class Input:
     data: bytes = b""
     files: Mapping[str, bytes] = field(default_factory=dict)
     rows: Sequence[Mapping[str, Any]] = ()
+    more: bool = False  # a database's gather read a bounded batch: the intake reads the next one at once
 
 
 @dataclass(frozen=True)
