@@ -54,7 +54,7 @@ class ClientMethods(ClientBase):
         source_kind: only this source: claude_code, codex, chatgpt, slack, project, ...
         agent: only memories from this agent, e.g. claude or codex
         session_id: only this session
-        machine: only drawers from this machine (shared server stores)
+        machine: only drawers from this machine (`mempal machines` lists them)
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: how many results (default: search.limit in config, 10)
@@ -105,7 +105,7 @@ class ClientMethods(ClientBase):
         source_kind: only this source: claude_code, codex, chatgpt, slack, project, ...
         agent: only memories from this agent, e.g. claude or codex
         session_id: only this session
-        machine: only drawers from this machine (shared server stores)
+        machine: only drawers from this machine (`mempal machines` lists them)
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: drawers per page
@@ -975,3 +975,37 @@ class ClientMethods(ClientBase):
         path: the backup folder (new or empty; absolute, outside the daemon's own folders)
         """
         return self._invoke("backup", {"path": path})
+
+    def sync_init(self, dir: str, *, encrypt: bool | None = None) -> dict[str, Any]:
+        """Start syncing memory through a folder your sync tool already syncs (Syncthing, Dropbox, iCloud, a git repo,
+        a share): this machine writes its drawers, forgets and facts there, and reads the other machines'.
+
+        dir: the shared folder (made if missing)
+        encrypt: seal every segment with a new key kept 0600 in the config dir (copy it to the other machines)
+        """
+        return self._invoke("sync_init", {"dir": dir, "encrypt": encrypt})
+
+    def sync_join(self, dir: str, *, key_file: str | None = None) -> dict[str, Any]:
+        """Sync this machine through a folder another machine made with sync init.
+
+        dir: the shared folder
+        key_file: the key file sync init --encrypt wrote (an encrypted folder only)
+        """
+        return self._invoke("sync_join", {"dir": dir, "key_file": key_file})
+
+    def sync_status(self) -> dict[str, Any]:
+        """Each machine of the sync folder, how far this one has read it, and any segment it could not read, with what
+        to do.
+        """
+        return self._invoke("sync_status", {})
+
+    def sync_leave(self) -> dict[str, Any]:
+        """Stop syncing (the drawers imported stay; the folder is left as it is).
+        """
+        return self._invoke("sync_leave", {})
+
+    def machines(self) -> dict[str, Any]:
+        """The machines whose memories this one holds: drawers of each, the last segment each wrote and the last one
+        read here.
+        """
+        return self._invoke("machines", {})

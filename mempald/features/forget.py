@@ -26,6 +26,7 @@ from mempald.ingest.drawers import CONTEXT_CHARS, index_text
 from mempald.ingest.forget_list import MIRROR_KEY, NOT_FROM_FILES, ForgetList, Rule, from_file
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
+from mempald.ingest.writer import Changes
 from mempald.sources.catalog import SourceSet
 from mempald.sources.roots import Source
 from mempald.state.gateway import StateGateway
@@ -110,6 +111,7 @@ class Forgetter:
         self.ingestor = ingestor
         self.bm25 = bm25
         self.dense = dense
+        self.changes: Changes | None = None  # told what was forgotten (the sync's tombstones; None: nobody)
 
     async def mirror_rules(self) -> None:
         """Copy the forget list into the store's metadata (``forget_list.mirrored_rules``), when it differs."""
@@ -178,6 +180,8 @@ class Forgetter:
             await self.store.set_payload(ids[i : i + BATCH], {
                 "deleted": True, "status": "deleted", "deleted_at": now, "deleted_by": actor,
                 "delete_reason": reason or "forgotten", "forgotten": True})
+        if self.changes is not None:  # (tombstones for the other machines)
+            await self.changes.removed(ids, "forget", {"at": now, "by": actor, "reason": reason or "forgotten"})
         await self.mirror_rules()
         mended = await self._mend_contexts({(str(m.payload.get("session_id") or ""),
                                              str(m.payload.get("source_path") or "")) for m in matched})

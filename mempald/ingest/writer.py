@@ -8,9 +8,9 @@ payload fields are set in place. So re-reading a source brings its drawers up to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -38,6 +38,15 @@ UPSERT_BATCH = 32
 REFRESHED = having(declared.REFRESHED)
 
 
+class Changes(Protocol):
+    """Told what this machine stored and removed, once it is in the store (redacted): the sync's outbox
+    (``mempald.sync``). ``op``: forget, delete or purge."""
+
+    async def stored(self, ids: Sequence[str]) -> None: ...
+
+    async def removed(self, ids: Sequence[str], op: str, detail: Mapping[str, Any]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Written:
     ids: list[str] = field(default_factory=list)  # every drawer the exchanges make (written or already there)
@@ -58,6 +67,7 @@ class DrawerWriter:
         self.dense = dense
         self.max_tokens = max_tokens
         self.warning = ""
+        self.changes: Changes | None = None  # told of the drawers written (the sync's outbox; None: nobody)
 
     async def write(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int) -> Written:
         """Store ``exchanges``: the drawers they make, and how many had to be written."""
@@ -79,6 +89,8 @@ class DrawerWriter:
                 await self._upsert_with_retry(points[i : i + UPSERT_BATCH])
             for d in changed:
                 self.dense.put(d.id, float(d.payload.get("ts") or 0.0), lane)
+            if self.changes is not None:
+                await self.changes.stored([d.id for d in changed])
         # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
         await self._drop_stale_chunks(drawers)
         if built.redactions:

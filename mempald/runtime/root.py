@@ -61,6 +61,7 @@ from mempald.rpc.dispatch import Dispatcher, Handler
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
+from mempald.rpc.sync import SyncMethods
 from mempald.rpc.viewer import ViewerMethods
 from mempald.search import ranking
 from mempald.search.searcher import Searcher
@@ -74,6 +75,10 @@ from mempald.store.gateway import StoreGateway
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import SpaceGuard, guard_store
+from mempald.sync.exporter import Exporter as SegmentWriter
+from mempald.sync.importer import Importer as SegmentReader
+from mempald.sync.journal import Journal
+from mempald.sync.service import Sync
 
 log = logs.get("app")
 
@@ -200,11 +205,20 @@ class Daemon:
         self.kg.ensure_schema()
         self.inbox = CoworkInbox(db.conn, lock=db.lock)
         self.inbox.ensure_schema()
+        journal = Journal(db)  # one memory across machines: the outbox and what was read of the sync folder
+        model = embedder.info.model_id
+        self.sync = Sync(self.settings, self.store, state, journal,
+                         SegmentWriter(self.store, state, journal, self.kg, model),
+                         SegmentReader(self.store, state, journal, self.kg, bm25,
+                                       lambda pid, ts: self.dense.put(pid, ts, BACKFILL), model, embedder.dim),
+                         machine)
+        self.ingestor.writer.changes = self.sync
         layout = Layout(self.store)
         sessions = SessionBrowser(self.store)
         wakeup = WakeUp(self.settings, self.store, embedder, self.sources, sessions)
         memories = Memories(self.settings, self.store, state, embedder, self.ingestor, self.dense, machine, user,
                             self.taxonomy.current, self.keywords)
+        memories.changes = self.sync
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
         ledger = TokenLedger(state)
         disclosure = Disclosure(self.store, embedder, sessions, ledger)
@@ -221,6 +235,7 @@ class Daemon:
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources, state),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),
+            SyncMethods(self.sync),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
@@ -228,6 +243,7 @@ class Daemon:
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
         forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
         self.forgetter = forgetter
+        forgetter.changes = self.sync
         importer = Importer(self.settings, self.store, self.state, bm25, self.dense)
         # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
         self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
@@ -258,7 +274,8 @@ class Daemon:
         # a second worker changed nothing on two cores: bench/PERF_RESULTS.md).
         backfill = [self.ingest_loops.run] * (3 if self.builders.enabled else 1)
         return [self.events.run, *backfill, self.ingest_loops.run_fresh, self.densifier.run, self.builders.run,
-                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run]
+                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run,
+                self.sync.run]
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""

@@ -28,10 +28,11 @@ from mempald.rpc.disclosure import DisclosureMethods
 from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.sources import SourceMethods
+from mempald.rpc.sync import SyncMethods
 from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
-GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
+GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods, SyncMethods,
           DisclosureMethods, DataMethods)
 
 
