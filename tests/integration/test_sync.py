@@ -1,0 +1,246 @@
+"""One memory across machines through a shared folder: two real daemons in two homes, each writing its own
+folder of segments; the test plays the sync tool (it copies a machine's folder to the other side, whole files
+renamed into place, as Syncthing and Dropbox do)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mempald.sync.segment import encode
+from tests.conftest import REPO, Daemon, mempal_cli
+from tests.integration.test_skeleton import assistant_line, user_line
+
+SECRET = "AKIAQWERTYUIOPASDFGH"  # an AWS access key id: redacted before anything is stored or written
+PASSWORD = "hunter2-Xq9v!horse"
+CWD = "/home/dev/projects/orbit"
+PROMPT = "which message broker did we settle on for the orbit telemetry pipeline?"
+ANSWER = "We settled on NATS JetStream for orbit telemetry: Kafka was too heavy for the edge boxes."
+
+
+class Machine:
+    def __init__(self, name: str, root: Path, runtime: Path) -> None:
+        self.name = name
+        self.home = root / name
+        (self.home / ".claude" / "projects").mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "NOTIFY_SOCKET")}
+        h = self.home
+        env.update({
+            "HOME": str(h), "XDG_CONFIG_HOME": str(h / ".config"), "XDG_DATA_HOME": str(h / ".local/share"),
+            "XDG_STATE_HOME": str(h / ".local/state"), "XDG_CACHE_HOME": str(h / ".cache"),
+            "MEMPAL_CONFIG_DIR": str(h / ".config/mempald"), "MEMPAL_DATA_DIR": str(h / ".local/share/mempald"),
+            "MEMPAL_RUNTIME_DIR": str(runtime / name), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
+            "MEMPAL_STORE_MACHINE": name, "MEMPAL_SYNC_INTERVAL_S": "0.5",
+        })
+        self.env = env
+        self.daemon = Daemon(env, root / f"{name}.log")
+
+    def transcript(self, session: str, pairs: list[tuple[str, str]]) -> Path:
+        proj = self.home / ".claude" / "projects" / "-home-dev-projects-orbit"
+        proj.mkdir(exist_ok=True)
+        lines = []
+        for i, (q, a) in enumerate(pairs):
+            ts = f"2026-11-0{1 + i % 9}T10:{i % 60:02d}:00Z"
+            lines += [user_line(session, CWD, q, f"u-{session}-{i}", ts),
+                      assistant_line(session, CWD, a, f"a-{session}-{i}", f"u-{session}-{i}", ts)]
+        path = proj / f"{session}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+
+def relay(src: Path, dst: Path, machine: str | None = None) -> int:
+    """What a sync tool does: every file of ``src`` (or of one machine's folder) appears in ``dst``, each whole
+    (written to a temporary name, then renamed). Returns how many files were copied."""
+    n = 0
+    for f in sorted(src.rglob("*")):
+        rel = f.relative_to(src)
+        if f.is_dir() or rel.name.startswith(".") or (machine and rel.parts[0] not in (machine,)):
+            continue
+        target = dst / rel
+        if target.exists() and target.stat().st_size == f.stat().st_size:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".syncthing.{target.name}.tmp")
+        shutil.copyfile(f, tmp)
+        os.replace(tmp, target)
+        n += 1
+    return n
+
+
+def segment_bytes(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*.mps")))
+
+
+def search(d: Daemon, query: str, **kw: Any) -> list[dict[str, Any]]:
+    hits: list[dict[str, Any]] = d.call("search", {"query": query, **kw})["hits"]
+    return hits
+
+
+def found(d: Daemon, text: str, **kw: Any) -> list[dict[str, Any]]:
+    return [h for h in search(d, PROMPT, **kw) if text in h["text"]]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Machine, Machine]]:
+    runtime = Path(tempfile.mkdtemp(prefix="mp-"))
+    a, b = Machine("laptop", tmp_path, runtime), Machine("desktop", tmp_path, runtime)
+    yield a, b
+    a.daemon.kill()
+    b.daemon.kill()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def joined(a: Machine, b: Machine, tmp_path: Path, *, encrypt: bool = False) -> tuple[Path, Path]:
+    """A makes the sync folder (its copy of it: ``dir_a``), the sync tool brings it to B (``dir_b``), B joins."""
+    dir_a, dir_b = tmp_path / "sync-a", tmp_path / "sync-b"
+    out = a.daemon.call("sync_init", {"dir": str(dir_a), "encrypt": encrypt})
+    assert out["machine"] == "laptop" and out["encrypted"] is encrypt
+    dir_b.mkdir()
+    shutil.copy(dir_a / "mempal-sync.json", dir_b / "mempal-sync.json")
+    params: dict[str, Any] = {"dir": str(dir_b)}
+    if encrypt:
+        params["key_file"] = out["key_file"]
+    assert b.daemon.call("sync_join", params)["encrypted"] is encrypt
+    return dir_a, dir_b
+
+
+def wait_written(d: Daemon, folder: Path, what: bytes, timeout: float = 60) -> None:
+    """Until a whole segment of ``folder`` holds ``what`` (and nothing waits in the outbox)."""
+    d.wait_for(lambda: d.call("sync_status")["outbox"] == 0 and what in segment_bytes(folder), timeout)
+
+
+def lag_of(d: Daemon, machine: str) -> int:
+    return int(next(m["lag"] for m in d.call("sync_status")["machines"] if m["machine"] == machine))
+
+
+def hook_prompt(env: dict[str, str], prompt: str) -> str:
+    payload = {"session_id": "other-sess", "transcript_path": "/nonexistent/x.jsonl", "cwd": CWD,
+               "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    res = subprocess.run([sys.executable, "-m", "mempal.hook", "prompt"], input=json.dumps(payload),
+                         capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+@pytest.mark.timeout(300)
+def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Machine, Machine],
+                                                                  tmp_path: Path) -> None:
+    a, b = pair
+    a.daemon.start()
+    b.daemon.start()
+    dir_a, dir_b = joined(a, b, tmp_path)
+    a.transcript("s-orbit", [(PROMPT, ANSWER),
+                             (f"the staging key is {SECRET} and the db password is {PASSWORD}, keep them handy",
+                              "Noted. I will not repeat them."),
+                             ("<private>my salary is 91234</private> also, what did we pick for orbit storage?",
+                              "ClickHouse for the orbit metrics store.")])
+    a.daemon.idle()
+    wait_written(a.daemon, dir_a, b"NATS JetStream")
+    # redaction and <private> applied before anything reached a segment: every byte of every segment checked
+    everything = segment_bytes(dir_a)
+    for secret in (SECRET, PASSWORD, "91234"):
+        assert secret.encode() not in everything
+    assert b"[REDACTED:" in everything
+
+    # the folder reaches B: the prompt is found there by search and by the hook within 10 s
+    assert relay(dir_a, dir_b, "laptop") >= 1
+    t0 = time.monotonic()
+    b.daemon.wait_for(lambda: found(b.daemon, "NATS JetStream"), timeout=10)
+    took = time.monotonic() - t0
+    print(f"\nSYNC a prompt written on A found by search on B {took:.2f} s after the folder reached B")
+    hits = found(b.daemon, "NATS JetStream")
+    assert hits[0]["machine"] == "laptop"
+    assert found(b.daemon, "NATS JetStream", machine="laptop")
+    assert not found(b.daemon, "NATS JetStream", machine="desktop")
+    assert "NATS JetStream" in hook_prompt(b.env, "what message broker did we pick for orbit telemetry?")
+    st = b.daemon.call("sync_status")
+    assert st["imported"] >= 3 and st["embedded_here"] == 0  # the vectors came with the drawers: not embedded again
+    assert st["problems"] == [] and [m["lag"] for m in st["machines"] if m["machine"] == "laptop"] == [0]
+    assert b.daemon.call("status")["dense_backlog"] == 0
+    listed = {m["machine"]: m for m in b.daemon.call("machines")["machines"]}
+    assert listed["laptop"]["drawers"] >= 3 and listed["laptop"]["read_segment"] >= 1
+    assert listed["desktop"]["this_machine"]
+    # the CLI: sync status and machines
+    cli = mempal_cli(b.env, "sync", "status")
+    assert cli.returncode == 0 and "laptop" in cli.stdout
+    assert "laptop" in mempal_cli(b.env, "machines").stdout
+
+    # forget on B: its tombstone reaches A, where the drawer is forgotten too
+    out = b.daemon.call("forget", {"session": "s-orbit", "reason": "test", "actor": "user"})
+    assert out["forgotten"] >= 3
+    assert not found(b.daemon, "NATS JetStream")
+    b.daemon.wait_for(lambda: b.daemon.call("sync_status")["outbox"] == 0 and (dir_b / "desktop").is_dir())
+    relay(dir_b, dir_a, "desktop")
+    a.daemon.wait_for(lambda: not found(a.daemon, "NATS JetStream"), timeout=10)
+    # and it stays forgotten on B when A's segments are read again (a conflicted copy of one, here)
+    first = sorted((dir_b / "laptop").glob("seg-*.mps"))[0]
+    shutil.copy(first, first.with_name(first.stem + " (conflicted copy 2026-12-05).mps"))
+    b.daemon.wait_for(lambda: lag_of(b.daemon, "laptop") == 0)
+    assert b.daemon.call("sync_status")["problems"] == []
+    assert not found(b.daemon, "NATS JetStream")
+    assert "NATS" not in hook_prompt(b.env, "what message broker did we pick for orbit telemetry?")
+
+
+@pytest.mark.timeout(300)
+def test_encrypted_folder_wrong_key_and_a_truncated_segment(pair: tuple[Machine, Machine], tmp_path: Path) -> None:
+    a, b = pair
+    a.daemon.start()
+    b.daemon.start()
+    dir_a = tmp_path / "sync-a"
+    init = mempal_cli(a.env, "sync", "init", str(dir_a), "--encrypt", "--json")
+    assert init.returncode == 0, init.stderr
+    key_file = Path(json.loads(init.stdout)["key_file"])
+    assert key_file.stat().st_mode & 0o077 == 0
+    assert key_file.read_bytes().strip().decode() not in a.daemon.logs()  # the key is never logged
+    dir_b = tmp_path / "sync-b"
+    dir_b.mkdir()
+    shutil.copy(dir_a / "mempal-sync.json", dir_b / "mempal-sync.json")
+    wrong = tmp_path / "wrong.key"
+    wrong.write_bytes(base64.b64encode(os.urandom(32)) + b"\n")  # a key, not the folder's
+    bad = mempal_cli(b.env, "sync", "join", str(dir_b), "--key-file", str(wrong))
+    assert bad.returncode != 0 and "does not open" in bad.stderr + bad.stdout
+    assert b.daemon.call("sync_status")["syncing"] is False  # a wrong key joins nothing
+    ok = mempal_cli(b.env, "sync", "join", str(dir_b), "--key-file", str(key_file))
+    assert ok.returncode == 0, ok.stderr
+
+    a.transcript("s-enc", [(PROMPT, ANSWER)])
+    a.daemon.idle()
+    a.daemon.wait_for(lambda: a.daemon.call("sync_status")["outbox"] == 0 and list((dir_a / "laptop").glob("*.mps")))
+    assert b"NATS" not in segment_bytes(dir_a)  # sealed
+    # the sync tool has copied only part of the segment so far: reported, skipped, read again once whole
+    seg = sorted((dir_a / "laptop").glob("seg-*.mps"))[0]
+    half = dir_b / "laptop" / seg.name
+    half.parent.mkdir(parents=True)
+    half.write_bytes(seg.read_bytes()[: seg.stat().st_size // 2])
+    problems = b.daemon.wait_for(lambda: b.daemon.call("sync_status")["problems"])
+    assert problems[0]["segment"] == str(half) and "truncated" in problems[0]["error"]
+    assert "read again" in problems[0]["what_to_do"]
+    doctor = mempal_cli(b.env, "doctor")
+    assert "sync folder" in doctor.stdout and "truncated" in doctor.stdout
+    assert not found(b.daemon, "NATS JetStream")
+    # another machine's segment that is not a segment at all, and one sealed with another key
+    (dir_b / "attic").mkdir()
+    (dir_b / "attic" / "seg-0000000001.mps").write_bytes(b"garbage")
+    from mempald.sync.seal import Sealer, new_key
+    (dir_b / "attic" / "seg-0000000002.mps").write_bytes(encode("attic", 2, [{"t": "fact", "id": 1}],
+                                                                 Sealer(new_key())))
+    def attic() -> dict[str, str]:
+        return {Path(p["segment"]).name: p["status"] for p in b.daemon.call("sync_status")["problems"]
+                if "attic" in p["segment"]}
+    assert b.daemon.wait_for(lambda: len(attic()) == 2 and attic()) == {"seg-0000000001.mps": "damaged",
+                                                                        "seg-0000000002.mps": "locked"}
+    relay(dir_a, dir_b, "laptop")  # now whole
+    b.daemon.wait_for(lambda: found(b.daemon, "NATS JetStream"), timeout=10)
+    assert not [p for p in b.daemon.call("sync_status")["problems"] if "laptop" in p["segment"]]
+    assert b.daemon.proc is not None and b.daemon.proc.poll() is None  # bad input never stopped it
