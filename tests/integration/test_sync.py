@@ -244,3 +244,54 @@ def test_encrypted_folder_wrong_key_and_a_truncated_segment(pair: tuple[Machine,
     b.daemon.wait_for(lambda: found(b.daemon, "NATS JetStream"), timeout=10)
     assert not [p for p in b.daemon.call("sync_status")["problems"] if "laptop" in p["segment"]]
     assert b.daemon.proc is not None and b.daemon.proc.poll() is None  # bad input never stopped it
+
+
+def drawers_of(d: Daemon, machine: str) -> int:
+    return int(next((m["drawers"] for m in d.call("machines")["machines"] if m["machine"] == machine), 0))
+
+
+KILLS = int(os.environ.get("MEMPAL_SYNC_KILLS", "10"))
+
+
+@pytest.mark.timeout(900)
+def test_kill_9_during_segment_writes_and_imports_loses_and_duplicates_nothing(pair: tuple[Machine, Machine],
+                                                                                tmp_path: Path) -> None:
+    """Both daemons on one folder (linked, as an NFS share is); each round A gets a new session and one of the
+    two is killed -9 in the middle of its work: A once its outbox holds drawers (before or while their segment
+    is written), B once it has started importing. In the end B holds exactly A's drawers."""
+    a, b = pair
+    shared = tmp_path / "shared"
+    a.daemon.start()
+    b.daemon.start()
+    a.daemon.call("sync_init", {"dir": str(shared)})
+    b.daemon.call("sync_join", {"dir": str(shared)})
+    for i in range(KILLS):
+        pairs = [(f"round {i} question {j}: how do we shard the orbit table number {j}?",
+                  f"Round {i} answer {j}: by tenant id, {j * 7} partitions.") for j in range(40)]
+        if i % 2 == 0:
+            a.transcript(f"s-kill-{i}", pairs)
+            a.daemon.wait_for(lambda: a.daemon.call("sync_status")["outbox"] > 0 or list(shared.rglob("*.mps")))
+            a.daemon.kill()
+            a.daemon.start()
+        else:
+            b.daemon.kill()
+            a.transcript(f"s-kill-{i}", pairs)
+            a.daemon.wait_for(lambda: a.daemon.call("sync_status")["outbox"] == 0 and a.daemon.call(
+                "status")["file_backlog"] == 0)
+            b.daemon.start()
+            b.daemon.wait_for(lambda: b.daemon.call("sync_status")["imported"] > 0, interval=0.02)
+            b.daemon.kill()
+            b.daemon.start()
+    a.daemon.idle()
+    a.daemon.wait_for(lambda: a.daemon.call("sync_status")["outbox"] == 0)
+    expected = drawers_of(a.daemon, "laptop")
+    assert expected >= KILLS * 40
+    b.daemon.wait_for(lambda: lag_of(b.daemon, "laptop") == 0 and drawers_of(b.daemon, "laptop") == expected,
+                      timeout=120)
+    assert b.daemon.call("sync_status")["problems"] == []
+    assert not list(shared.rglob(".seg-*"))  # no unfinished segment left behind
+    for i in range(KILLS):
+        hits = search(b.daemon, "how do we shard the orbit table", session_id=[f"s-kill-{i}"])
+        assert hits and all(h["machine"] == "laptop" for h in hits)
+    print(f"\nRELIABILITY sync: {KILLS} kill -9 rounds, {expected} drawers on A, {drawers_of(b.daemon, 'laptop')} "
+          f"on B, {len(list(shared.rglob('seg-*.mps')))} segments")
