@@ -12,7 +12,6 @@ real-model dense vectors); a real daemon A joins a sync folder with ``sync init`
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from _harness import Daemon, bench_env, loadavg, parser, report, size

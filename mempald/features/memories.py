@@ -165,7 +165,9 @@ class Memories:
     async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:
         """Remove soft-deleted drawers for good (those deleted before ``before``; default: all)."""
         victims: list[str] = []
-        async for page in self.store.pages(Filters(only_deleted=True)):
+        # (a store shared with other machines' daemons: this machine's drawers only)
+        mine = (self.machine,) if self.store.shared else ()
+        async for page in self.store.pages(Filters(only_deleted=True, machine=mine)):
             victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
         if not dry_run and victims:
             for i in range(0, len(victims), PURGE_BATCH):

@@ -173,13 +173,13 @@ class DrawerWriter:
         return changed, before
 
     async def _drop_stale_chunks(self, drawers: Sequence[Drawer]) -> None:
-        by_ex: dict[str, int] = {}
+        by_ex: dict[tuple[str, str], int] = {}
         for d in drawers:
             if int(d.payload.get("chunk_count", 1)) == int(d.payload["chunk_index"]) + 1 and d.payload["chunk_index"]:
-                by_ex[d.payload["exchange_key"]] = int(d.payload["chunk_count"])
-        # Only matters for exchanges re-read while growing; cheap count check first.
-        for key, n in by_ex.items():
-            flt = Filters(exchange_key=(key,))
+                by_ex[(d.payload["exchange_key"], d.payload["machine"])] = int(d.payload["chunk_count"])
+        # Only matters for exchanges re-read while growing; cheap count check first. (This machine's drawers only.)
+        for (key, machine), n in by_ex.items():
+            flt = Filters(exchange_key=(key,), machine=(machine,))
             total = await self.store.count(flt)
             if total > n:
                 stale = [p.id for p in (await self.store.scroll(flt, 1000))[0]

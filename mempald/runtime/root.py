@@ -117,13 +117,13 @@ def open_backends(settings: Settings) -> Backends:
         store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
                         "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
     try:
-        refuse_lost_state(ddir / "state.sqlite3", store)
+        refuse_lost_state(ddir / "state.sqlite3", store, counted(settings))
         state = State(ddir / "state.sqlite3")
     except BaseException:
         store.close()
         raise
     try:
-        refuse_lost_points(state, store)
+        refuse_lost_points(state, store, counted(settings))
     except BaseException:
         store.close()
         state.close()
@@ -131,14 +131,14 @@ def open_backends(settings: Settings) -> Backends:
     return Backends(embedder, store, opened, state, space)
 
 
-def refuse_lost_state(path: Path, store: Store) -> None:
+def refuse_lost_state(path: Path, store: Store, scope: Filters | None = None) -> None:
     """A store that holds drawers beside a missing or empty state database: the knowledge graph, the inbox, the
     audit log and the forget rules are gone, and starting would read forgotten sessions back from their
     transcripts. Not started: ``mempald repair`` restores the forget rules kept in the store first."""
     missing = state_missing(path)
     if not missing:
         return
-    held = store.count(Filters(include_deleted=True))
+    held = store.count(scope or Filters(include_deleted=True))  # (a shared store: this machine's drawers)
     if held:
         raise StateDamaged(f"the state database {path} is {missing} but the store at {store.location} holds {held} "
                            "drawers: the knowledge graph, the inbox, the audit log and the forget rules would be "
@@ -147,13 +147,23 @@ def refuse_lost_state(path: Path, store: Store) -> None:
                            "again)")
 
 
-def refuse_lost_points(state: State, store: Store) -> None:
+def machine_of(settings: Settings) -> str:
+    return settings.store.machine or socket.gethostname()
+
+
+def counted(settings: Settings) -> Filters:
+    """The points whose number is recorded at a clean stop: all of them, or this machine's in a store other
+    machines' daemons write too (a Qdrant server: they add and purge theirs while this one is stopped)."""
+    return Filters(include_deleted=True, machine=(machine_of(settings),) if settings.store.url else ())
+
+
+def refuse_lost_points(state: State, store: Store, scope: Filters | None = None) -> None:
     """The store holds fewer points than when the daemon last stopped cleanly: it lost drawers while nothing ran
     (damaged or deleted files). Not started, so nothing is served as if whole: ``mempald repair``."""
     recorded = state.store_points()
     if recorded is None:
         return
-    held = store.count(Filters(include_deleted=True))
+    held = store.count(scope or Filters(include_deleted=True))
     if held < recorded:
         raise StoreError(f"the store at {store.location} holds {held} drawers but held {recorded} when mempald last "
                          "stopped: its files lost drawers while it was stopped; stop and run `mempald repair` (it "
@@ -169,9 +179,9 @@ class Daemon:
         self.embedder = embedder = backends.embedder
         db = backends.state  # (the blocking database: what runs inside a worker thread's job holds it)
         self.state = state = StateGateway(db)
-        machine = settings.store.machine or socket.gethostname()
+        machine = machine_of(settings)
         user = getpass.getuser()
-        self.store = StoreGateway(backends.store)
+        self.store = StoreGateway(backends.store, shared=bool(settings.store.url))
         bm25 = Bm25Encoder()
         self.keywords = KeywordReindex(self.store, bm25)  # keyword vectors of another tokenizer re-encoded
         self.files = FileQueue()
@@ -311,7 +321,7 @@ class Daemon:
         try:
             self.builders.close()
             with contextlib.suppress(Exception):  # a store that cannot count now records nothing
-                self.state.db.record_store_points(self.store.store.count(Filters(include_deleted=True)))
+                self.state.db.record_store_points(self.store.store.count(counted(self.settings.current)))
         finally:
             try:
                 self.store.store.close()
