@@ -49,6 +49,7 @@ from mempald.ingest.forget_list import Admission, ForgetList
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
 from mempald.ingest.review import SourceReview
+from mempald.ingest.store_outbox import StoreOutbox
 from mempald.intake.admin import SourceAdmin
 from mempald.intake.events import EventRouter
 from mempald.intake.loop import IngestLoops
@@ -196,6 +197,8 @@ class Daemon:
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
                                  dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
                                  admit=Admission(self.exclude, self.forgotten), pool=self.builders)
+        if settings.store.url:  # a store other machines share: drawers wait in a local outbox while it is away
+            self.ingestor.writer.outbox = StoreOutbox(db)
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
@@ -285,7 +288,7 @@ class Daemon:
         backfill = [self.ingest_loops.run] * (3 if self.builders.enabled else 1)
         return [self.events.run, *backfill, self.ingest_loops.run_fresh, self.densifier.run, self.builders.run,
                 self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run,
-                self.sync.run]
+                self.sync.run, self.ingestor.writer.run_outbox]
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""

@@ -75,3 +75,74 @@ def test_two_machines_on_one_collection_keep_their_own_points(two: tuple[Machine
     # (its file changed while it was stopped: its own drawer of it re-read, the desktop's untouched)
     found = texts(a.daemon, "where does orbit telemetry go")
     assert set(found.values()) == {"laptop"} and any("Redpanda" in t for t in found)
+
+
+@pytest.mark.anyio
+async def test_the_ingest_goes_on_into_a_local_outbox_while_the_server_is_away(tmp_path: Path) -> None:
+    """The writer over a real qdrant-client collection (local mode) whose client is, for the outage, a real
+    client of a server URL on a closed port: exchanges written meanwhile wait in the outbox (a table of the state
+    database), and are written once, in order, when the server answers again."""
+    import socket
+
+    from qdrant_client import QdrantClient
+
+    from mempald.config import parse_settings
+    from mempald.embed.embedder import Embedder
+    from mempald.embed.sparse import Bm25Encoder
+    from mempald.ingest.drawers import SourceInfo
+    from mempald.ingest.queues import FRESH, DenseQueue
+    from mempald.ingest.store_outbox import StoreOutbox
+    from mempald.ingest.writer import DrawerWriter
+    from mempald.normalize.claude_code import parse_lines
+    from mempald.state.db import State
+    from mempald.state.gateway import StateGateway
+    from mempald.store.base import Filters, StoreError
+    from mempald.store.gateway import StoreGateway
+    from mempald.store.server import ServerStore
+    from tests.conftest import lines_in
+    from tests.integration.test_skeleton import assistant_line, user_line
+
+    settings = parse_settings({"store": {"url": f"path:{tmp_path / 'qdrant'}", "machine": "laptop"}}, env={})
+    embedder = Embedder(models_dir=tmp_path / "models")
+    store = ServerStore.from_settings(settings, embedder.dim)
+    db = State(tmp_path / "state.sqlite3")
+    dense = DenseQueue()
+    writer = DrawerWriter(state=StateGateway(db), store=StoreGateway(store, shared=True), embedder=embedder,
+                          bm25=Bm25Encoder(), dense=dense, max_tokens=250)
+    writer.outbox = StoreOutbox(db)
+    rows = []
+    for i in range(12):
+        ts = f"2026-11-01T10:{i:02d}:00Z"
+        rows += [user_line("s-out", "/home/dev/orbit", f"question {i} about the orbit outbox", f"u{i}", ts),
+                 assistant_line("s-out", "/home/dev/orbit", f"answer {i}: drain it in order", f"a{i}", f"u{i}", ts)]
+    exchanges = parse_lines(lines_in("\n".join(rows).encode()))
+    info = SourceInfo(kind="claude_code", path="/home/dev/.claude/projects/o/s-out.jsonl", source_key="claude_code",
+                      machine="laptop", user="dev")
+    await writer.write(exchanges[:4], info, FRESH)  # the server answers: written at once
+    assert store.count(Filters()) == 4 and writer.waiting == 0
+
+    live = store._client
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store._client = QdrantClient(url=f"http://127.0.0.1:{port}", timeout=1, check_compatibility=False)
+    store._backoff_s = 0.01
+    first = await writer.write(exchanges[:8], info, FRESH)  # (a growing file re-read: 4 already stored)
+    again = await writer.write(exchanges, info, FRESH)
+    assert first.written == 8 and again.written == 12  # nothing refused, nothing lost
+    assert writer.waiting == 12 and len(StoreOutbox(State(tmp_path / "state.sqlite3"))) == 12  # on disk
+    assert "outbox" in writer.warning
+    with pytest.raises(StoreError):
+        await writer.drain()
+    assert writer.waiting == 12
+
+    store._client = live  # the server answers again
+    queued = len(dense)
+    while await writer.drain():
+        pass
+    assert writer.waiting == 0 and writer.warning == ""
+    assert store.count(Filters(include_deleted=True)) == 12  # nothing duplicated
+    assert len(dense) - queued == 8  # the 4 already stored unchanged are not written nor embedded again
+    assert (await writer.write(exchanges, info, FRESH)).written == 0
+    store.close()
+    db.close()
