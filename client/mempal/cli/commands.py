@@ -19,6 +19,7 @@ from typing import Any
 
 from mempal import disclosure_text as dtext
 from mempal.cli import present as show
+from mempal.cli import sync_present
 from mempal.connection import DaemonUnavailable, call
 from mempal.methods import METHODS
 
@@ -302,6 +303,11 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("import_drawers", show.import_drawers),
     Command("backup", show.backup),
     Command("audit", show.audit),
+    Command("sync_init", sync_present.sync_joined),
+    Command("sync_join", sync_present.sync_joined),
+    Command("sync_status", sync_present.sync_status),
+    Command("sync_leave", sync_present.sync_leave),
+    Command("machines", sync_present.machines),
 )}
 
 
