@@ -145,8 +145,10 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
                               "Noted. I will not repeat them."),
                              ("<private>my salary is 91234</private> also, what did we pick for orbit storage?",
                               "ClickHouse for the orbit metrics store.")])
+    a.daemon.call("kg", {"op": "add", "subject": "orbit", "predicate": "uses", "object": "NATS JetStream"})
     a.daemon.idle()
     wait_written(a.daemon, dir_a, b"NATS JetStream")
+    a.daemon.wait_for(lambda: b'"t":"fact"' in segment_bytes(dir_a))
     # redaction and <private> applied before anything reached a segment: every byte of every segment checked
     everything = segment_bytes(dir_a)
     for secret in (SECRET, PASSWORD, "91234"):
@@ -167,6 +169,8 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     st = b.daemon.call("sync_status")
     assert st["imported"] >= 3 and st["embedded_here"] == 0  # the vectors came with the drawers: not embedded again
     assert st["problems"] == [] and [m["lag"] for m in st["machines"] if m["machine"] == "laptop"] == [0]
+    facts = b.daemon.call("kg_query", {"subject": "orbit"})
+    assert "nats jetstream" in str(facts).lower()  # the knowledge graph's fact came along
     assert b.daemon.call("status")["dense_backlog"] == 0
     listed = {m["machine"]: m for m in b.daemon.call("machines")["machines"]}
     assert listed["laptop"]["drawers"] >= 3 and listed["laptop"]["read_segment"] >= 1
@@ -183,6 +187,8 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     b.daemon.wait_for(lambda: b.daemon.call("sync_status")["outbox"] == 0 and (dir_b / "desktop").is_dir())
     relay(dir_b, dir_a, "desktop")
     a.daemon.wait_for(lambda: not found(a.daemon, "NATS JetStream"), timeout=10)
+    mine = segment_bytes(dir_b / "desktop")
+    assert b'"t":"tomb"' in mine and b'"t":"drawer"' not in mine and b'"t":"fact"' not in mine  # nothing echoed
     # and it stays forgotten on B when A's segments are read again (a conflicted copy of one, here)
     first = sorted((dir_b / "laptop").glob("seg-*.mps"))[0]
     shutil.copy(first, first.with_name(first.stem + " (conflicted copy 2026-12-05).mps"))
