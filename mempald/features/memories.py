@@ -21,6 +21,7 @@ from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.ingest.writer import Changes
+from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.state.gateway import StateGateway
@@ -128,7 +129,8 @@ class Memories:
         wing = str(page[0].payload.get("wing") or "") if page else ""
         wing = wing or wing_for(None, cwd)
         key = "compact:" + hashlib.sha256(f"{session_id}\x1f{summary}".encode()).hexdigest()[:24]
-        kind = "codex" if agent == "codex" else "claude_code"
+        own = registry.for_agent(agent)
+        kind = own.name if own is not None else agent
         ex = Exchange(source_kind=kind, session_id=session_id, key=key, user="", assistant=summary,
                       timestamp=datetime.now(UTC).isoformat(), agent=agent, kind="summary", cwd=cwd,
                       extra=(("trigger", trigger),) if trigger else ())

@@ -168,6 +168,7 @@ class Format:
     suffixes: tuple[str, ...] = ()  # file name endings this format's files have
     names: tuple[str, ...] = ()  # exact file names that are this format whatever their content
     summary: str = ""
+    agent: str = ""  # the agent its sessions are of, as hooks and drawers name it (claude, codex, ...)
     places: tuple[Place, ...] = ()  # default roots, where the agent is installed (none: only where watched)
     ids: Ids = "position"
     # The unit (folder or database) a changed path belongs to, or None when the path is not one of this

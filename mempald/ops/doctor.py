@@ -145,6 +145,18 @@ def check_inotify(settings: Settings) -> Check:
                  "sudo sysctl --system")
 
 
+def check_agents(settings: Settings) -> Check:
+    """Each agent's own folder on this machine (the formats' declared places): found and watched, or not."""
+    from mempald.sources.places import default_roots
+
+    parts = []
+    for f in default_roots(settings):
+        state = "found, watched" if f.root.is_dir() else "not found (watched once it appears)"
+        parts.append(f"{f.place.agent}: {f.root} ({state})")
+    skipped = ", ".join(settings.sources.skip)
+    return Check("agents", True, "; ".join(parts) + (f"; not watched (sources.skip): {skipped}" if skipped else ""))
+
+
 def run_checks() -> list[Check]:
     out, settings, running = run_client_checks()
     if not running:
@@ -156,4 +168,5 @@ def run_checks() -> list[Check]:
     if settings is not None:
         out.append(check_store(settings, running))
         out.append(check_inotify(settings))
+        out.append(check_agents(settings))
     return out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mempald.config import Settings
 from mempald.sources.exclude import ExcludeFilter
+from mempald.sources.places import Found, default_roots
 from mempald.sources.roots import Source, resolve_sources, waiting_roots
 
 
@@ -16,11 +17,13 @@ class SourceSet:
         self.exclude = exclude  # every source asks it what the user excluded
         self.current: tuple[Source, ...] = self._resolve(settings)
         self.waiting: tuple[Path, ...] = tuple(waiting_roots(settings))  # default roots not created yet
+        self.found: tuple[Found, ...] = tuple(default_roots(settings))  # every agent's default root, found or not
 
     def apply(self, settings: Settings) -> None:
         """Watch what ``settings`` name from now on."""
         self.current = self._resolve(settings)
         self.waiting = tuple(waiting_roots(settings))
+        self.found = tuple(default_roots(settings))
 
     def leads_to_waiting(self, path: Path) -> bool:
         """Is ``path`` a default root not created until now, or a folder on the way to one?"""
