@@ -179,6 +179,8 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     cli = mempal_cli(b.env, "sync", "status")
     assert cli.returncode == 0 and "laptop" in cli.stdout
     assert "laptop" in mempal_cli(b.env, "machines").stdout
+    shown = mempal_cli(b.env, "search", PROMPT, "--machine", "laptop")
+    assert shown.returncode == 0 and "NATS JetStream" in shown.stdout and "on laptop" in shown.stdout
 
     # forget on B: its tombstone reaches A, where the drawer is forgotten too
     out = b.daemon.call("forget", {"session": "s-orbit", "reason": "test", "actor": "user"})

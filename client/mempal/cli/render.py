@@ -18,6 +18,8 @@ def citation(hit: dict[str, Any]) -> str:
         bits.append(str(hit["timestamp"])[:19].replace("T", " "))
     if hit.get("session_id"):
         bits.append(f"session {str(hit['session_id'])[:12]}")
+    if hit.get("machine"):
+        bits.append(f"on {hit['machine']}")  # (several machines: a shared store or a sync folder)
     pos = hit.get("position")
     loc = f"{where}" + (f" #{pos}" if pos not in (None, "") else "")
     return f"{' · '.join(bits)}\n    from {loc}  [drawer {hit.get('drawer_id', '?')}]"
