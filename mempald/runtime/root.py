@@ -223,7 +223,8 @@ class Daemon:
         self.sync = Sync(self.settings, self.store, state, journal,
                          SegmentWriter(self.store, state, journal, self.kg, model),
                          SegmentReader(self.store, state, journal, self.kg, bm25,
-                                       lambda pid, ts: self.dense.put(pid, ts, BACKFILL), model, embedder.dim),
+                                       lambda pid, ts: self.dense.put(pid, ts, BACKFILL), model, embedder.dim,
+                                       self.forgotten),
                          machine)
         self.ingestor.writer.changes = self.sync
         layout = Layout(self.store)

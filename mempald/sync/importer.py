@@ -7,15 +7,18 @@ recorded with why, and read again when it changes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 
 from mempald import logs
 from mempald.embed.sparse import Bm25Encoder
+from mempald.features.forget import session_rules
 from mempald.features.kg import KGError, KnowledgeGraph
 from mempald.ingest.drawers import index_text
+from mempald.ingest.forget_list import ForgetList
 from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters, PointData
 from mempald.store.gateway import StoreGateway
@@ -32,7 +35,8 @@ Embed = Callable[[str, float], None]  # queue a drawer for its dense vector (id,
 
 class Importer:
     def __init__(self, store: StoreGateway, state: StateGateway, journal: Journal, kg: KnowledgeGraph,
-                 bm25: Bm25Encoder, embed: Embed, model: str, dim: int) -> None:
+                 bm25: Bm25Encoder, embed: Embed, model: str, dim: int, forgotten: ForgetList | None = None) -> None:
+        self.forgotten = forgotten  # a forget elsewhere keeps its sessions from being stored here again
         self.store = store
         self.state = state
         self.journal = journal
@@ -126,12 +130,26 @@ class Importer:
                     await self.store.delete(Filters(ids=chunk, include_deleted=True))
                     continue
                 first = next(r for r in tombs if r["id"] == chunk[0])
-                live = [p.id for p in await self.store.retrieve(list(chunk)) if p.payload.get("status") != "deleted"]
+                points = [p for p in await self.store.retrieve(list(chunk)) if p.payload.get("status") != "deleted"]
+                live = [p.id for p in points]
+                if op == "forget" and points:
+                    await self._keep_forgotten([p.payload for p in points], first)
                 if live:
                     await self.store.set_payload(live, {
                         "deleted": True, "status": "deleted", "deleted_at": float(first.get("at") or 0.0),
                         "deleted_by": str(first.get("by") or ""), "delete_reason": str(first.get("reason") or ""),
                         "forgotten": op == "forget"})
+
+    async def _keep_forgotten(self, payloads: Sequence[Mapping[str, Any]], tomb: Record) -> None:
+        """As the forget did where it ran: one forget-list rule per session, up to when it was forgotten, so a
+        transcript of it still on this machine does not store it again."""
+        forgotten = self.forgotten
+        if forgotten is None:
+            return
+        rules = session_rules(payloads, float(tomb.get("at") or 0.0) or time.time(), str(tomb.get("by") or "sync"),
+                              str(tomb.get("reason") or "forgotten"))
+        if rules:
+            await self.state.run(lambda: forgotten.add(rules))
 
     def _facts(self, facts: Sequence[Record]) -> None:
         added: list[int] = []

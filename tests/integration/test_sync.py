@@ -140,7 +140,7 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     a.daemon.start()
     b.daemon.start()
     dir_a, dir_b = joined(a, b, tmp_path)
-    a.transcript("s-orbit", [(PROMPT, ANSWER),
+    transcript = a.transcript("s-orbit", [(PROMPT, ANSWER),
                              (f"the staging key is {SECRET} and the db password is {PASSWORD}, keep them handy",
                               "Noted. I will not repeat them."),
                              ("<private>my salary is 91234</private> also, what did we pick for orbit storage?",
@@ -189,6 +189,11 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     b.daemon.wait_for(lambda: b.daemon.call("sync_status")["outbox"] == 0 and (dir_b / "desktop").is_dir())
     relay(dir_b, dir_a, "desktop")
     a.daemon.wait_for(lambda: not found(a.daemon, "NATS JetStream"), timeout=10)
+    # forgotten on A as a forget there would: purged, then its transcript read again, it does not come back
+    assert a.daemon.call("purge", {})["purged"] >= 3
+    a.daemon.call("reread", {"path": str(transcript)})
+    a.daemon.idle()
+    assert not found(a.daemon, "NATS JetStream")
     mine = segment_bytes(dir_b / "desktop")
     assert b'"t":"tomb"' in mine and b'"t":"drawer"' not in mine and b'"t":"fact"' not in mine  # nothing echoed
     # and it stays forgotten on B when A's segments are read again (a conflicted copy of one, here)
