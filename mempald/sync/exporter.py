@@ -56,8 +56,7 @@ class Exporter:
             return 0
         last = await self.state.run(lambda: self.journal.get(SEQ))
         seq = max(last, await anyio.to_thread.run_sync(folder.last_seq)) + 1
-        data = await anyio.to_thread.run_sync(lambda: encode(folder.machine, seq, records, sealer))
-        await anyio.to_thread.run_sync(write_whole, folder.own, name_of(seq), data)
+        seq, data = await anyio.to_thread.run_sync(_write_new, folder, seq, records, sealer)
         top = max([t.id for t in facts] + [passed])
 
         def after() -> None:
@@ -101,3 +100,15 @@ class Exporter:
         self.journal.sent(done)
         if passed:
             self.journal.put(FACT, passed)
+
+
+def _write_new(folder: SyncFolder, seq: int, records: list[Record], sealer: Sealer | None) -> tuple[int, bytes]:
+    """Write ``records`` as segment ``seq``, or the next free number: a segment is never overwritten (blocking)."""
+    while True:
+        data = encode(folder.machine, seq, records, sealer)
+        try:
+            write_whole(folder.own, name_of(seq), data, replace=False)
+            return seq, data
+        except FileExistsError:
+            log.warning("sync_segment_exists", seq=seq, folder=str(folder.own))
+            seq = max(seq, folder.last_seq()) + 1

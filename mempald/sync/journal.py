@@ -135,4 +135,4 @@ class Journal:
         """``sync leave``: what was seen of the folder is dropped (joining again reads it anew)."""
         with self.state.lock:
             self.state.conn.execute("DELETE FROM sync_seen")
-            self.state.conn.execute("DELETE FROM sync_meta")
+            self.state.conn.execute("DELETE FROM sync_meta WHERE key != 'seq'")  # (its own numbers go on)

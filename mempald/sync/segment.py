@@ -99,9 +99,10 @@ def decode(data: bytes, sealer: Sealer | None) -> Segment:
     return Segment(machine, seq, records)
 
 
-def write_whole(folder: Path, name: str, data: bytes) -> Path:
+def write_whole(folder: Path, name: str, data: bytes, *, replace: bool = True) -> Path:
     """Write ``data`` to ``folder/name`` whole: a temporary name, synced, then renamed (a reader never sees it
-    half written) and the folder synced."""
+    half written) and the folder synced. Without ``replace`` a file already there is never overwritten
+    (``FileExistsError``): a segment, once written, is not changed."""
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / name
     tmp = folder / f".{name}.tmp-{os.getpid()}"
@@ -111,7 +112,18 @@ def write_whole(folder: Path, name: str, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, final)
+        if replace:
+            os.replace(tmp, final)
+        else:
+            try:
+                os.link(tmp, final)  # (fails if the name is taken: no overwrite, even between two writers)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: checked, then renamed
+                if final.exists():
+                    raise FileExistsError(str(final)) from None
+                os.replace(tmp, final)
+            tmp.unlink(missing_ok=True)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -147,6 +147,13 @@ class Sync:
         return await self._join(root, encrypted)
 
     async def _join(self, root: Path, encrypted: bool) -> dict[str, Any]:
+        folder = SyncFolder(root, self.machine)
+        written = await self.state.run(lambda: self.journal.get("seq"))
+        taken = await anyio.to_thread.run_sync(folder.last_seq)
+        if not written and taken:
+            raise InvalidInput(f"{folder.own} already holds segments of another machine with the id {self.machine!r}: "
+                               "give this one its own id first (`mempal config set store.machine NAME`, then restart "
+                               "mempald)")
         await anyio.to_thread.run_sync(_edit, {"dir": str(root), "encrypt": encrypted})
         self.settings.swap(await anyio.to_thread.run_sync(load_settings))
         queued = 0

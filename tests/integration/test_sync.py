@@ -257,6 +257,15 @@ def test_encrypted_folder_wrong_key_and_a_truncated_segment(pair: tuple[Machine,
     b.daemon.wait_for(lambda: found(b.daemon, "NATS JetStream"), timeout=10)
     assert not [p for p in b.daemon.call("sync_status")["problems"] if "laptop" in p["segment"]]
     assert b.daemon.proc is not None and b.daemon.proc.poll() is None  # bad input never stopped it
+    # a third machine that took the laptop's id by mistake may not write into its folder
+    twin = Machine("laptop", tmp_path / "twin", Path(tempfile.mkdtemp(prefix="mp-")))
+    try:
+        twin.daemon.start()
+        refused = mempal_cli(twin.env, "sync", "join", str(dir_b), "--key-file", str(key_file))
+        assert refused.returncode != 0 and "another machine with the id 'laptop'" in refused.stderr
+        assert twin.daemon.call("sync_status")["syncing"] is False
+    finally:
+        twin.daemon.kill()
 
 
 def drawers_of(d: Daemon, machine: str) -> int:

@@ -99,3 +99,17 @@ def test_duplicates_collapse_by_id() -> None:
     out = rec.collapsed(twice)
     assert [r["id"] for r in out] == ["b", "a"]
     assert out[1]["payload"]["text"] == "newer"
+
+
+def test_a_segment_is_never_overwritten(tmp_path: Path) -> None:
+    from mempald.sync.exporter import _write_new
+
+    folder = SyncFolder(tmp_path, "laptop")
+    first = write_whole(folder.own, name_of(1), encode("laptop", 1, RECORDS, None))
+    before = first.read_bytes()
+    with pytest.raises(FileExistsError):
+        write_whole(folder.own, name_of(1), b"other", replace=False)
+    seq, data = _write_new(folder, 1, [rec.tomb_record("c", {"op": "delete"})], None)
+    assert seq == 2 and first.read_bytes() == before
+    assert decode((folder.own / name_of(2)).read_bytes(), None).records[0]["id"] == "c" and data
+    assert not [p for p in folder.own.iterdir() if p.name.startswith(".")]
