@@ -3,6 +3,7 @@ read them (its lag), and every segment that could not be read, with what to do a
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -19,6 +20,13 @@ DAMAGED = ("it is read again as soon as it changes (a sync tool still copying it
            "run `mempal sync leave` and `mempal sync join DIR` on {machine}: it writes its drawers again")
 LOCKED = ("this machine's sync key does not open it: `mempal sync join DIR --key-file FILE` with the key file "
           "of the machine that ran `sync init --encrypt`")
+
+
+def _iso(mtime_ns: int) -> str:
+    """When a segment arrived here (its file's time), UTC ISO; "" for none."""
+    if not mtime_ns:
+        return ""
+    return datetime.fromtimestamp(mtime_ns / 1e9, UTC).isoformat(timespec="seconds")
 
 
 def what_to_do(s: Seen) -> str:
@@ -47,7 +55,9 @@ def folder_view(folder: SyncFolder, seen: dict[tuple[str, str], Seen]) -> tuple[
                 problems.append({"machine": m, "segment": str(s.path), "status": mark.status, "error": mark.error,
                                  "what_to_do": what_to_do(mark)})
         last = listed[-1].seq if listed else 0
+        newest = max((s.mtime_ns for s in listed), default=0)
         machines.append({"machine": m, "this_machine": own, "segments": len(listed), "last_seq": last,
+                         "last_written": _iso(newest),
                          "read_seq": last if own else read_seq, "lag": 0 if own else waiting + sum(
                              1 for p in problems if p["machine"] == m)})
     return machines, problems
@@ -79,6 +89,7 @@ async def machines_report(sync: Sync, opened: tuple[SyncFolder, Sealer | None] |
     for name in names:
         m = listed.get(name, {})
         out.append({"machine": name, "this_machine": name == sync.machine, "drawers": counts.get(name, 0),
-                    "last_segment": m.get("last_seq", 0), "read_segment": m.get("read_seq", 0),
+                    "last_segment": m.get("last_seq", 0), "last_written": m.get("last_written", ""),
+                    "read_segment": m.get("read_seq", 0),
                     "lag": m.get("lag", 0)})
     return {"machines": out, "syncing": opened is not None}

@@ -173,7 +173,7 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     assert "nats jetstream" in str(facts).lower()  # the knowledge graph's fact came along
     assert b.daemon.call("status")["dense_backlog"] == 0
     listed = {m["machine"]: m for m in b.daemon.call("machines")["machines"]}
-    assert listed["laptop"]["drawers"] >= 3 and listed["laptop"]["read_segment"] >= 1
+    assert listed["laptop"]["drawers"] >= 3 and listed["laptop"]["read_segment"] >= 1 and listed["laptop"]["last_written"]
     assert listed["desktop"]["this_machine"]
     # the CLI: sync status and machines
     cli = mempal_cli(b.env, "sync", "status")

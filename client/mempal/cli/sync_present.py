@@ -15,10 +15,11 @@ def sync_status(_args: argparse.Namespace, r: Any) -> str:
     if r.get("error"):
         lines.append(f"  error: {r['error']}")
     lines.append("")
-    lines.append(f"  {'machine':<24} {'segments':>8} {'last':>6} {'read':>6} {'lag':>5}")
+    lines.append(f"  {'machine':<24} {'segments':>8} {'last':>6} {'read':>6} {'lag':>5}  last written")
     for m in r.get("machines") or []:
         name = m["machine"] + (" (this one)" if m.get("this_machine") else "")
-        lines.append(f"  {name:<24} {m['segments']:>8} {m['last_seq']:>6} {m['read_seq']:>6} {m['lag']:>5}")
+        lines.append(f"  {name:<24} {m['segments']:>8} {m['last_seq']:>6} {m['read_seq']:>6} {m['lag']:>5}  "
+                     f"{m.get('last_written') or '-'}")
     for p in r.get("problems") or []:
         lines += ["", f"  could not read {p['segment']} ({p['status']}): {p['error']}", f"    {p['what_to_do']}"]
     return "\n".join(lines)
