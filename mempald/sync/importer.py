@@ -20,7 +20,7 @@ from mempald.features.kg import KGError, KnowledgeGraph
 from mempald.ingest.drawers import index_text
 from mempald.ingest.forget_list import ForgetList
 from mempald.state.gateway import StateGateway
-from mempald.store.base import Filters, PointData
+from mempald.store.base import Filters, PointData, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.sync import records as rec
 from mempald.sync.folder import Listed, SyncFolder
@@ -78,6 +78,10 @@ class Importer:
             status, error = "locked", str(exc)
         except OSError as exc:
             status, error = "damaged", f"not readable: {exc}"
+        except StoreError:
+            raise  # (the store, not the segment: the round is tried again)
+        except Exception as exc:  # a whole segment whose records this version cannot apply: skipped, said
+            status, error = "damaged", f"its records could not be applied: {type(exc).__name__}: {exc}"
         if error:
             log.warning("sync_segment_unreadable", machine=s.machine, segment=s.name, error=error)
         mark = Seen(s.machine, s.name, s.seq, s.size, s.mtime_ns, status, error, count)
