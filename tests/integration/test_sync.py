@@ -204,6 +204,14 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     assert b.daemon.call("sync_status")["problems"] == []
     assert not found(b.daemon, "NATS JetStream")
     assert "NATS" not in hook_prompt(b.env, "what message broker did we pick for orbit telemetry?")
+    # leaving: the folder is left alone, nothing more is written or read, the imported drawers stay
+    left = mempal_cli(b.env, "sync", "leave")
+    assert left.returncode == 0 and str(dir_b) in left.stdout
+    assert b.daemon.call("sync_status")["syncing"] is False
+    assert "[sync]" not in (b.home / ".config" / "mempald" / "config.toml").read_text()
+    b.daemon.call("ingest", {"text": "the desktop alone knows the orbit door code is in the safe", "wing": "orbit"})
+    assert b.daemon.call("sync_status")["outbox"] == 0
+    assert "nats jetstream" in str(b.daemon.call("kg_query", {"subject": "orbit"})).lower()  # what came stays
 
 
 @pytest.mark.timeout(300)
