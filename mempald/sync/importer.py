@@ -69,7 +69,7 @@ class Importer:
             data = await anyio.to_thread.run_sync(s.path.read_bytes)
             segment = await anyio.to_thread.run_sync(decode, data, sealer)
             count = len(segment.records)
-            await self.apply(segment.records)
+            await self.apply(segment.records, segment.seq)
         except FileNotFoundError:
             return  # (gone between the listing and the read: the next look sees what is there)
         except SegmentDamaged as exc:
@@ -87,28 +87,31 @@ class Importer:
         mark = Seen(s.machine, s.name, s.seq, s.size, s.mtime_ns, status, error, count)
         await self.state.run(lambda: self.journal.mark(mark))
 
-    async def apply(self, records: Sequence[Record]) -> None:
+    async def apply(self, records: Sequence[Record], seq: int = 0) -> None:
+        """Apply a segment's records (``seq``: its number: a drawer already taken from a later segment of its
+        machine is not set back by an earlier one read again, such as a conflicted copy)."""
         records = rec.collapsed(records)
         tombs = [r for r in records if r.get("t") == rec.TOMB and isinstance(r.get("id"), str)]
         await self._tombs(tombs)
         drawers = [r for r in records if r.get("t") == rec.DRAWER and isinstance(r.get("id"), str)
                    and isinstance(r.get("payload"), dict)]
         for i in range(0, len(drawers), WRITE):
-            await self._drawers(drawers[i:i + WRITE])
+            await self._drawers(drawers[i:i + WRITE], seq)
         facts = [r for r in records if r.get("t") == rec.FACT]
         if facts:
             await self.state.run(lambda: self._facts(facts))
 
-    async def _drawers(self, group: Sequence[Record]) -> None:
+    async def _drawers(self, group: Sequence[Record], seq: int) -> None:
         ids = [str(r["id"]) for r in group]
         buried = await self.state.run(lambda: self.journal.buried(ids))
+        newer = await self.state.run(lambda: self.journal.taken_after(ids, seq))
         existing = {p.id: p.payload for p in await self.store.retrieve(ids)}
         points: list[PointData] = []
         later: list[tuple[str, float]] = []
         for r in group:
             pid, payload = str(r["id"]), dict(r["payload"])
             old = existing.get(pid)
-            if pid in buried or (old is not None and (old.get("status") == "deleted"
+            if pid in buried or pid in newer or (old is not None and (old.get("status") == "deleted"
                                                       or old.get("content_hash") == payload.get("content_hash"))):
                 continue
             dense = unpack_vector_of(r, self.model, self.dim)
@@ -117,6 +120,8 @@ class Importer:
                 later.append((pid, float(payload.get("ts") or 0.0)))
         if points:
             await self.store.upsert(points)
+            taken = [p.id for p in points]
+            await self.state.run(lambda: self.journal.took(taken, seq))
             self.imported += len(points)
             self.embedded_here += len(later)
             for pid, ts in later:

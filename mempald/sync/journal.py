@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS sync_seen (
 CREATE TABLE IF NOT EXISTS sync_tombs (id TEXT PRIMARY KEY, op TEXT NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sync_facts_in (fact INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS sync_taken (id TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 """
 DRAWER = "drawer"
 TOMB = "tomb"
@@ -112,6 +113,21 @@ class Journal:
             chunk = ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
             out |= {r[0] for r in self._rows(f"SELECT id FROM sync_tombs WHERE id IN ({marks})", chunk)}
+        return out
+
+    # which segment each imported drawer was last taken from ---------------------------------------------------
+    def took(self, ids: Iterable[str], seq: int) -> None:
+        self._exec("INSERT INTO sync_taken (id, seq) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET seq = "
+                   "max(seq, excluded.seq)", [(i, seq) for i in ids])
+
+    def taken_after(self, ids: Sequence[str], seq: int) -> set[str]:
+        """Those of ``ids`` already taken from a later segment than ``seq``."""
+        out: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            out |= {r[0] for r in self._rows(f"SELECT id FROM sync_taken WHERE id IN ({marks}) AND seq > ?",
+                                             (*chunk, seq))}
         return out
 
     # counters and facts ----------------------------------------------------------------------------------

@@ -333,3 +333,39 @@ def test_kill_9_during_segment_writes_and_imports_loses_and_duplicates_nothing(p
         assert hits and all(h["machine"] == "laptop" for h in hits)
     print(f"\nRELIABILITY sync: {KILLS} kill -9 rounds, {expected} drawers on A, {drawers_of(b.daemon, 'laptop')} "
           f"on B, {len(list(shared.rglob('seg-*.mps')))} segments")
+
+
+@pytest.mark.timeout(300)
+def test_an_older_segment_read_again_does_not_set_a_drawer_back(pair: tuple[Machine, Machine],
+                                                                 tmp_path: Path) -> None:
+    """A drawer written twice (its exchange's answer grew) is in two segments; a conflicted copy of the older
+    one appearing later is read, and the drawer keeps the newer text (segment numbers, not arrival, decide)."""
+    a, b = pair
+    shared = tmp_path / "shared"
+    a.daemon.start()
+    b.daemon.start()
+    a.daemon.call("sync_init", {"dir": str(shared)})
+    b.daemon.call("sync_join", {"dir": str(shared)})
+    session, cwd = "s-grow", CWD
+    ts = "2026-11-02T09:00:00Z"
+    first = [user_line(session, cwd, "what port does the orbit gateway listen on?", "u-g", ts),
+             assistant_line(session, cwd, "The orbit gateway listens on port 7100.", "a-g1", "u-g", ts)]
+    path = a.transcript(session, [])
+    path.write_text("\n".join(first) + "\n")
+    a.daemon.idle()
+    a.daemon.wait_for(lambda: b"port 7100" in segment_bytes(shared / "laptop"))
+    older = sorted((shared / "laptop").glob("seg-*.mps"))[-1]
+    with path.open("a") as fh:  # the answer goes on: the same exchange, the same drawer, a longer text
+        fh.write(assistant_line(session, cwd, "Correction: since the migration it is port 7443.", "a-g2", "a-g1",
+                                ts) + "\n")
+    a.daemon.wait_for(lambda: b"7443" in segment_bytes(shared / "laptop") and a.daemon.call("sync_status")[
+        "outbox"] == 0)
+
+    def text_on_b() -> str:
+        hits = search(b.daemon, "orbit gateway port", session_id=[session])
+        return str(hits[0]["text"]) if hits else ""
+    b.daemon.wait_for(lambda: "7443" in text_on_b())
+    shutil.copy(older, older.with_name(older.stem + ".sync-conflict-20261205-101010-ABCDEFG.mps"))
+    b.daemon.wait_for(lambda: lag_of(b.daemon, "laptop") == 0)
+    assert b.daemon.call("sync_status")["problems"] == []
+    assert "7443" in text_on_b()
