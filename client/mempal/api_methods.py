@@ -202,15 +202,22 @@ class ClientMethods(ClientBase):
             *,
             before: str | float | None = None,
             dry_run: bool | None = None,
+            all_machines: bool | None = None,
             actor: str | None = None,
     ) -> dict[str, Any]:
         """Remove soft-deleted drawers for good.
 
         before: only those deleted before this date or age (7d)
         dry_run: count them, remove nothing
+        all_machines: a store other machines' daemons share: theirs too (default: this machine's drawers only)
         actor: who purges
         """
-        return self._invoke("purge", {"before": before, "dry_run": dry_run, "actor": actor})
+        return self._invoke("purge", {
+            "before": before,
+            "dry_run": dry_run,
+            "all_machines": all_machines,
+            "actor": actor,
+        })
 
     def reindex(self) -> dict[str, Any]:
         """Re-embed every drawer with the configured model (resumable; status shows the backlog).
@@ -851,6 +858,7 @@ class ClientMethods(ClientBase):
             dry_run: bool | None = None,
             reingest: bool | None = None,
             reason: str | None = None,
+            all_machines: bool | None = None,
             actor: str | None = None,
     ) -> dict[str, Any]:
         """Forget every drawer of a transcript, a session or a wing (and room): soft-deleted, audited, and not stored
@@ -871,6 +879,7 @@ class ClientMethods(ClientBase):
         reingest: the way back: remove these drawers for good and read their transcripts again (earlier forgets of
             them are lifted); those whose transcript is gone are forgotten
         reason: why (kept in the audit log)
+        all_machines: a store other machines' daemons share: theirs too (default: this machine's drawers only)
         actor: who forgets (default: user on the CLI, the agent over MCP)
         """
         return self._invoke("forget", {
@@ -883,6 +892,7 @@ class ClientMethods(ClientBase):
             "dry_run": dry_run,
             "reingest": reingest,
             "reason": reason,
+            "all_machines": all_machines,
             "actor": actor,
         })
 

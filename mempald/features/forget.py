@@ -127,12 +127,14 @@ class Forgetter:
         return out
 
     async def forget(self, sel: Selection, *, dry_run: bool, reingest: bool, actor: str,
-                     reason: str) -> dict[str, Any]:
-        """Forget what ``sel`` names (module docstring); the answer starts with what it holds."""
+                     reason: str, all_machines: bool = False) -> dict[str, Any]:
+        """Forget what ``sel`` names (module docstring); the answer starts with what it holds. In a store other
+        machines' daemons share, only this machine's drawers unless ``all_machines``."""
         sel.check()
+        mine = (self.ingestor.machine,) if self.store.shared and not all_machines else ()
         flt = Filters(source_path=(sel.source,) if sel.source else (), session_id=(sel.session,) if sel.session else (),
                       wing=(sel.wing,) if sel.wing else (), room=(sel.room,) if sel.room else (), until=sel.before,
-                      include_deleted=reingest)
+                      include_deleted=reingest, machine=mine)
         matched = await self._match(flt)
         result: dict[str, Any] = {"selection": sel.to_dict(), **summary([m.payload for m in matched]),
                                   "dry_run": dry_run, "reingest": reingest}
@@ -160,7 +162,8 @@ class Forgetter:
                            actor: str, reason: str) -> dict[str, Any]:
         """Forget every stored drawer ``keep`` accepts (what an exclusion rule names); each session it touched
         gets a rule, as a wing's forget does."""
-        chosen = await self._match(Filters(), lambda p: from_file(p) and keep(p))
+        # (an exclusion names this machine's paths: its drawers only; what it forgets travels as tombstones)
+        chosen = await self._match(Filters(machine=(self.ingestor.machine,)), lambda p: from_file(p) and keep(p))
         result: dict[str, Any] = {"selection": {"rule": label}, **summary([m.payload for m in chosen]),
                                   "dry_run": dry_run}
         if dry_run or not chosen:

@@ -164,11 +164,12 @@ class Memories:
             await self.state.audit(actor, "restore", f.id, "")
         return {"restored": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
 
-    async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:
+    async def purge(self, *, before: float | None, dry_run: bool, actor: str,
+                    all_machines: bool = False) -> dict[str, Any]:
         """Remove soft-deleted drawers for good (those deleted before ``before``; default: all)."""
         victims: list[str] = []
-        # (a store shared with other machines' daemons: this machine's drawers only)
-        mine = (self.machine,) if self.store.shared else ()
+        # (a store shared with other machines' daemons: this machine's drawers only, unless asked for all)
+        mine = (self.machine,) if self.store.shared and not all_machines else ()
         async for page in self.store.pages(Filters(only_deleted=True, machine=mine)):
             victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
         if not dry_run and victims:

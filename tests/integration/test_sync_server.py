@@ -60,6 +60,10 @@ def test_two_machines_on_one_collection_keep_their_own_points(two: tuple[Machine
     b.daemon.wait_for(lambda: any("Redpanda" in t for t in texts(b.daemon, "orbit telemetry redpanda")))
     found = texts(b.daemon, "where does orbit telemetry go")
     assert any("NATS" in t for t in found) and not any("Kafka" in t for t in found)
+    # a forget asks for this machine's drawers, unless the user asks for every machine's
+    mine = b.daemon.call("forget", {"wing": "orbit", "dry_run": True, "actor": "user"})
+    every = b.daemon.call("forget", {"wing": "orbit", "dry_run": True, "all_machines": True, "actor": "user"})
+    assert (mine["drawers"], every["drawers"]) == (1, 2)
     # a purge purges this machine's deleted drawers, not the laptop's
     hits = b.daemon.call("search", {"query": "where does orbit telemetry go"})["hits"]
     ids = {h["machine"]: h["drawer_id"] for h in hits}
