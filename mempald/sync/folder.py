@@ -58,7 +58,7 @@ class SyncFolder:
         manifest: dict[str, Any] = {"format": "mempal-sync", "version": 1, "encrypted": sealer is not None}
         if sealer is not None:
             manifest["check"] = sealer.check_token()
-        write_whole(self.root, MANIFEST, json.dumps(manifest, indent=1).encode())
+        write_whole(self.root, MANIFEST, json.dumps(manifest, indent=1).encode(), replace=False)
 
     def machines(self) -> list[str]:
         """The folder names of every machine that wrote here (this one's included)."""

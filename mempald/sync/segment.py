@@ -103,7 +103,7 @@ def write_whole(folder: Path, name: str, data: bytes, *, replace: bool = True) -
     """Write ``data`` to ``folder/name`` whole: a temporary name, synced, then renamed (a reader never sees it
     half written) and the folder synced. Without ``replace`` a file already there is never overwritten
     (``FileExistsError``): a segment, once written, is not changed."""
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(exist_ok=True)  # (not its parents: a sync folder that is gone is not made again here)
     final = folder / name
     tmp = folder / f".{name}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

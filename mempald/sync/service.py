@@ -81,6 +81,8 @@ class Sync:
         if opened is None:
             return False
         folder, sealer = opened
+        # (an unmounted share or a folder moved away: nothing is written where it used to be)
+        await anyio.to_thread.run_sync(folder.manifest)
         wait = self.settings.current.sync.dense_wait_s
         while await self.exporter.flush(folder, sealer, wait):
             pass

@@ -273,6 +273,14 @@ def test_encrypted_folder_wrong_key_and_a_truncated_segment(pair: tuple[Machine,
     b.daemon.wait_for(lambda: found(b.daemon, "NATS JetStream"), timeout=10)
     assert not [p for p in b.daemon.call("sync_status")["problems"] if "laptop" in p["segment"]]
     assert b.daemon.proc is not None and b.daemon.proc.poll() is None  # bad input never stopped it
+    # the share is unmounted (the folder gone): said in sync status, nothing made where it was; back, it goes on
+    away = dir_b.rename(tmp_path / "sync-b-away")
+    b.daemon.call("ingest", {"text": "the orbit staging box moved to rack 4", "wing": "orbit"})
+    err = b.daemon.wait_for(lambda: b.daemon.call("sync_status")["error"])
+    assert "not a mempal sync folder" in err and not dir_b.exists()
+    away.rename(dir_b)
+    b.daemon.wait_for(lambda: not b.daemon.call("sync_status")["error"] and b.daemon.call("sync_status")[
+        "outbox"] == 0 and list((dir_b / "desktop").glob("seg-*.mps")))  # (sealed: its text is not readable)
     # a third machine that took the laptop's id by mistake may not write into its folder
     twin = Machine("laptop", tmp_path / "twin", Path(tempfile.mkdtemp(prefix="mp-")))
     try:
