@@ -180,6 +180,7 @@ def test_a_prompt_on_a_is_found_on_b_and_a_forget_on_b_reaches_a(pair: tuple[Mac
     cli = mempal_cli(b.env, "sync", "status")
     assert cli.returncode == 0 and "laptop" in cli.stdout
     assert "laptop" in mempal_cli(b.env, "machines").stdout
+    assert "machine: desktop" in mempal_cli(b.env, "status").stdout
     shown = mempal_cli(b.env, "search", PROMPT, "--machine", "laptop")
     assert shown.returncode == 0 and "NATS JetStream" in shown.stdout and "on laptop" in shown.stdout
 

@@ -69,7 +69,7 @@ def status(st: dict[str, Any]) -> str:
         f"mempald {st.get('version')} (pid {st.get('pid')}, up {st.get('uptime_s')}s)"
         + ("" if st.get("ready") else " - starting"),
         f"  model: {st.get('model')}",
-        f"  store: {st.get('store')}",
+        f"  store: {st.get('store')}" + (f"   machine: {st['machine']}" if st.get("machine") else ""),
         f"  drawers: {st.get('drawers')}   dense backlog: {st.get('dense_backlog')}"
         f"   file backlog: {st.get('file_backlog')}",
     ]
