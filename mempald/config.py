@@ -165,6 +165,16 @@ class McpSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncSettings:
+    """One memory across machines through a folder the user already syncs (``mempald.sync``, docs/SYNC.md)."""
+
+    dir: str = ""  # the shared folder ("" : not syncing); each machine writes only <dir>/<machine id>/
+    encrypt: bool = False  # segments sealed with the key kept 0600 in the config dir (sync.key)
+    interval_s: float = 2.0  # how often the folder is looked at and the outbox written
+    dense_wait_s: float = 60.0  # a drawer waits this long for its dense vector before it is written without one
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -175,6 +185,7 @@ class Settings:
     hooks: HooksSettings = field(default_factory=HooksSettings)
     wakeup: WakeupSettings = field(default_factory=WakeupSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
     people: tuple[tuple[str, str], ...] = ()
     origins: tuple[tuple[str, str], ...] = ()  # "section.key" -> "default" | "file" | "env:NAME"
 
@@ -199,6 +210,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "hooks": HooksSettings,
     "wakeup": WakeupSettings,
     "mcp": McpSettings,
+    "sync": SyncSettings,
 }
 _CHOICES = {
     "hooks.stop_mode": ("silent", "ask"),
@@ -298,6 +310,8 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("daemon.max_line_bytes: must be at least 1024")
     if s.ingest.max_file_bytes < 1024:
         raise ConfigError("ingest.max_file_bytes: must be at least 1024")
+    if s.sync.interval_s <= 0 or s.sync.dense_wait_s < 0:
+        raise ConfigError("sync.interval_s: must be positive (and sync.dense_wait_s 0 or more)")
     if s.store.min_free_mb < 0:
         raise ConfigError("store.min_free_mb: must be 0 (no check) or a number of MB")
     for key, value, top in (("search.min_score", s.search.min_score, 1.0), ("hooks.recall_threshold",

@@ -23,6 +23,7 @@ EXPECTED = {
     "rule_hook": {"command", "hook_ms", "python_bare_ms", "noop_hook_ms", "denied", "silent"},
     "responsiveness": {"status_ms", "n_exchanges", "burst"},
     "footprint": {"startup_ms", "idle_rss_mb", "disk_total_mb", "drawers"},
+    "sync": {"n", "export_s", "import_s", "segments", "embedded_on_b", "hits_on_b"},
 }
 
 

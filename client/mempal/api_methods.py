@@ -55,7 +55,7 @@ class ClientMethods(ClientBase):
         source_kind: only this source: claude_code, codex, chatgpt, slack, project, ...
         agent: only memories from this agent, e.g. claude or codex
         session_id: only this session
-        machine: only drawers from this machine (shared server stores)
+        machine: only drawers from this machine (`mempal machines` lists them)
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: how many results (default: search.limit in config, 10)
@@ -106,7 +106,7 @@ class ClientMethods(ClientBase):
         source_kind: only this source: claude_code, codex, chatgpt, slack, project, ...
         agent: only memories from this agent, e.g. claude or codex
         session_id: only this session
-        machine: only drawers from this machine (shared server stores)
+        machine: only drawers from this machine (`mempal machines` lists them)
         since: only newer than this: ISO date, epoch seconds or an age like 7d, 12h
         until: only older than this: ISO date, epoch seconds or an age like 1d
         limit: drawers per page
@@ -202,15 +202,22 @@ class ClientMethods(ClientBase):
             *,
             before: str | float | None = None,
             dry_run: bool | None = None,
+            all_machines: bool | None = None,
             actor: str | None = None,
     ) -> dict[str, Any]:
         """Remove soft-deleted drawers for good.
 
         before: only those deleted before this date or age (7d)
         dry_run: count them, remove nothing
+        all_machines: a store other machines' daemons share: theirs too (default: this machine's drawers only)
         actor: who purges
         """
-        return self._invoke("purge", {"before": before, "dry_run": dry_run, "actor": actor})
+        return self._invoke("purge", {
+            "before": before,
+            "dry_run": dry_run,
+            "all_machines": all_machines,
+            "actor": actor,
+        })
 
     def reindex(self) -> dict[str, Any]:
         """Re-embed every drawer with the configured model (resumable; status shows the backlog).
@@ -851,6 +858,7 @@ class ClientMethods(ClientBase):
             dry_run: bool | None = None,
             reingest: bool | None = None,
             reason: str | None = None,
+            all_machines: bool | None = None,
             actor: str | None = None,
     ) -> dict[str, Any]:
         """Forget every drawer of a transcript, a session or a wing (and room): soft-deleted, audited, and not stored
@@ -871,6 +879,7 @@ class ClientMethods(ClientBase):
         reingest: the way back: remove these drawers for good and read their transcripts again (earlier forgets of
             them are lifted); those whose transcript is gone are forgotten
         reason: why (kept in the audit log)
+        all_machines: a store other machines' daemons share: theirs too (default: this machine's drawers only)
         actor: who forgets (default: user on the CLI, the agent over MCP)
         """
         return self._invoke("forget", {
@@ -883,6 +892,7 @@ class ClientMethods(ClientBase):
             "dry_run": dry_run,
             "reingest": reingest,
             "reason": reason,
+            "all_machines": all_machines,
             "actor": actor,
         })
 
@@ -1121,3 +1131,37 @@ class ClientMethods(ClientBase):
         actor: who dismisses it
         """
         return self._invoke("rule_dismiss", {"suggestion_id": suggestion_id, "actor": actor})
+
+    def sync_init(self, dir: str, *, encrypt: bool | None = None) -> dict[str, Any]:
+        """Start syncing memory through a folder your sync tool already syncs (Syncthing, Dropbox, iCloud, a git repo,
+        a share): this machine writes its drawers, forgets and facts there, and reads the other machines'.
+
+        dir: the shared folder (made if missing)
+        encrypt: seal every segment with a new key kept 0600 in the config dir (copy it to the other machines)
+        """
+        return self._invoke("sync_init", {"dir": dir, "encrypt": encrypt})
+
+    def sync_join(self, dir: str, *, key_file: str | None = None) -> dict[str, Any]:
+        """Sync this machine through a folder another machine made with sync init.
+
+        dir: the shared folder
+        key_file: the key file sync init --encrypt wrote (an encrypted folder only)
+        """
+        return self._invoke("sync_join", {"dir": dir, "key_file": key_file})
+
+    def sync_status(self) -> dict[str, Any]:
+        """Each machine of the sync folder, how far this one has read it, and any segment it could not read, with what
+        to do.
+        """
+        return self._invoke("sync_status", {})
+
+    def sync_leave(self) -> dict[str, Any]:
+        """Stop syncing (the drawers imported stay; the folder is left as it is).
+        """
+        return self._invoke("sync_leave", {})
+
+    def machines(self) -> dict[str, Any]:
+        """The machines whose memories this one holds: drawers of each, the last segment each wrote and the last one
+        read here.
+        """
+        return self._invoke("machines", {})

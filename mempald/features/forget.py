@@ -26,6 +26,7 @@ from mempald.ingest.drawers import CONTEXT_CHARS, index_text
 from mempald.ingest.forget_list import MIRROR_KEY, NOT_FROM_FILES, ForgetList, Rule, from_file
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
+from mempald.ingest.writer import Changes
 from mempald.sources.catalog import SourceSet
 from mempald.sources.roots import Source
 from mempald.state.gateway import StateGateway
@@ -110,6 +111,7 @@ class Forgetter:
         self.ingestor = ingestor
         self.bm25 = bm25
         self.dense = dense
+        self.changes: Changes | None = None  # told what was forgotten (the sync's tombstones; None: nobody)
 
     async def mirror_rules(self) -> None:
         """Copy the forget list into the store's metadata (``forget_list.mirrored_rules``), when it differs."""
@@ -125,12 +127,14 @@ class Forgetter:
         return out
 
     async def forget(self, sel: Selection, *, dry_run: bool, reingest: bool, actor: str,
-                     reason: str) -> dict[str, Any]:
-        """Forget what ``sel`` names (module docstring); the answer starts with what it holds."""
+                     reason: str, all_machines: bool = False) -> dict[str, Any]:
+        """Forget what ``sel`` names (module docstring); the answer starts with what it holds. In a store other
+        machines' daemons share, only this machine's drawers unless ``all_machines``."""
         sel.check()
+        mine = (self.ingestor.machine,) if self.store.shared and not all_machines else ()
         flt = Filters(source_path=(sel.source,) if sel.source else (), session_id=(sel.session,) if sel.session else (),
                       wing=(sel.wing,) if sel.wing else (), room=(sel.room,) if sel.room else (), until=sel.before,
-                      include_deleted=reingest)
+                      include_deleted=reingest, machine=mine)
         matched = await self._match(flt)
         result: dict[str, Any] = {"selection": sel.to_dict(), **summary([m.payload for m in matched]),
                                   "dry_run": dry_run, "reingest": reingest}
@@ -158,7 +162,8 @@ class Forgetter:
                            actor: str, reason: str) -> dict[str, Any]:
         """Forget every stored drawer ``keep`` accepts (what an exclusion rule names); each session it touched
         gets a rule, as a wing's forget does."""
-        chosen = await self._match(Filters(), lambda p: from_file(p) and keep(p))
+        # (an exclusion names this machine's paths: its drawers only; what it forgets travels as tombstones)
+        chosen = await self._match(Filters(machine=(self.ingestor.machine,)), lambda p: from_file(p) and keep(p))
         result: dict[str, Any] = {"selection": {"rule": label}, **summary([m.payload for m in chosen]),
                                   "dry_run": dry_run}
         if dry_run or not chosen:
@@ -178,6 +183,8 @@ class Forgetter:
             await self.store.set_payload(ids[i : i + BATCH], {
                 "deleted": True, "status": "deleted", "deleted_at": now, "deleted_by": actor,
                 "delete_reason": reason or "forgotten", "forgotten": True})
+        if self.changes is not None:  # (tombstones for the other machines)
+            await self.changes.removed(ids, "forget", {"at": now, "by": actor, "reason": reason or "forgotten"})
         await self.mirror_rules()
         mended = await self._mend_contexts({(str(m.payload.get("session_id") or ""),
                                              str(m.payload.get("source_path") or "")) for m in matched})

@@ -309,6 +309,10 @@ class KnowledgeGraph:
             cur = self._conn.execute(f"UPDATE {TABLE} SET valid_to = ? WHERE {cond}", (end, *args))
             return int(cur.rowcount)
 
+    def added_after(self, after: int, limit: int) -> list[Triple]:
+        """Facts recorded after the one numbered ``after``, oldest first (what the sync writes next)."""
+        return self._rows(f"SELECT {_COLUMNS} FROM {TABLE} WHERE id > ? ORDER BY id LIMIT ?", (after, limit))
+
     def timeline(self, entity: str) -> list[Triple]:
         """Every triple (expired too) with ``entity`` as subject or object, oldest first.
 

@@ -20,6 +20,7 @@ from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
+from mempald.ingest.writer import Changes
 from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
@@ -54,6 +55,7 @@ class Memories:
         self.ingestor = ingestor
         self.dense = dense
         self.machine = machine
+        self.changes: Changes | None = None  # told what was deleted and purged (the sync's tombstones)
         self.user = user
         self.room_keywords = room_keywords
 
@@ -149,6 +151,8 @@ class Memories:
         now = time.time()
         await self.store.set_payload([f.id for f in found], {"deleted": True, "status": "deleted", "deleted_at": now,
                                                              "deleted_by": actor, "delete_reason": reason})
+        if self.changes is not None:
+            await self.changes.removed([f.id for f in found], "delete", {"at": now, "by": actor, "reason": reason})
         for f in found:
             await self.state.audit(actor, "delete", f.id, reason)
         return {"deleted": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
@@ -160,14 +164,19 @@ class Memories:
             await self.state.audit(actor, "restore", f.id, "")
         return {"restored": [f.id for f in found], "missing": sorted(set(ids) - {f.id for f in found})}
 
-    async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:
+    async def purge(self, *, before: float | None, dry_run: bool, actor: str,
+                    all_machines: bool = False) -> dict[str, Any]:
         """Remove soft-deleted drawers for good (those deleted before ``before``; default: all)."""
         victims: list[str] = []
-        async for page in self.store.pages(Filters(only_deleted=True)):
+        # (a store shared with other machines' daemons: this machine's drawers only, unless asked for all)
+        mine = (self.machine,) if self.store.shared and not all_machines else ()
+        async for page in self.store.pages(Filters(only_deleted=True, machine=mine)):
             victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
         if not dry_run and victims:
             for i in range(0, len(victims), PURGE_BATCH):
                 await self.store.delete(Filters(ids=tuple(victims[i : i + PURGE_BATCH]), include_deleted=True))
+            if self.changes is not None:
+                await self.changes.removed(victims, "purge", {"at": time.time(), "by": actor})
             await self.state.audit(actor, "purge", f"{len(victims)} drawers", "")
         return {"purged": len(victims), "dry_run": dry_run}
 

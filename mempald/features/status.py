@@ -26,6 +26,7 @@ from mempald.store.space import SpaceGuard
 
 log = logs.get("status")
 REFRESH_S = 1.0  # how often the figures are refreshed while files are being read
+SHARED_TTL_S = 5.0  # how long a shared store's figures are served before they are counted again
 
 
 class StatusReport:
@@ -52,6 +53,7 @@ class StatusReport:
         # the figures status serves while files are being read (``run`` refreshes them): the store's with the
         # write count they were read at, the state's, the queue's
         self._store_cache: tuple[int, tuple[int, dict[str, int], dict[str, int]]] | None = None
+        self._store_cached_at = 0.0  # (a shared store's figures expire: other machines write it too)
         self._state_cache: tuple[dict[str, SourceFigures], dict[str, dict[str, int]]] | None = None
         self._queued_cache: dict[str, int] | None = None
         self._refresh_error = ""  # the last error of the background refresh (logged once)
@@ -89,8 +91,10 @@ class StatusReport:
     async def _refresh_store(self) -> tuple[int, dict[str, int], dict[str, int]]:
         writes = self.store.writes
         cached = self._store_cache
-        if cached is not None and cached[0] == writes:
+        fresh = not self.store.shared or time.monotonic() - self._store_cached_at < SHARED_TTL_S
+        if cached is not None and cached[0] == writes and fresh:
             return cached[1]
+        self._store_cached_at = time.monotonic()
         total = await self.store.count(Filters())
         wings = await self.store.facet("wing", Filters())
         rooms = await self.store.facet("room", Filters())

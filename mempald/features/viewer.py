@@ -101,7 +101,7 @@ class SessionBrowser:
         other wings (a backfill elsewhere) cost two counts, not a new listing."""
         writes = self.store.writes
         hit = self._cache.get(wing)
-        if hit is not None and hit.writes == writes:
+        if hit is not None and hit.writes == writes and not self.store.shared:  # (shared: others write too)
             return hit
         mark = await self._mark(wing)
         if hit is not None and hit.mark == mark and time.monotonic() - hit.built < REUSE_S:

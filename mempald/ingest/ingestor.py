@@ -170,7 +170,7 @@ class Ingestor:
     async def forget_file(self, path: str, source: Source) -> None:
         """A file disappeared: code drawers follow it; conversation drawers are kept (they outlive transcripts)."""
         if source.mode == "projects":
-            await self.store.delete(Filters(source_path=(path,), include_deleted=True))
+            await self.store.delete(Filters(source_path=(path,), machine=(self.machine,), include_deleted=True))
         await self.state.drop_cursor(path)
 
     async def write_exchanges(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int = FRESH) -> IngestResult:

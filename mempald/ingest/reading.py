@@ -241,7 +241,9 @@ class UnitReader:
         status = self.status.setdefault(source.key, SourceStatus())
         if skipped:
             status.skipped[skipped] = status.skipped.get(skipped, 0) + 1
-        await self.writer.store.delete(Filters(source_path=(str(path),), include_deleted=True))
+        # (this machine's drawers of the file only: another machine's file of the same path is not this one)
+        await self.writer.store.delete(Filters(source_path=(str(path),), machine=(self.machine,),
+                                               include_deleted=True))
         rel = path.relative_to(source.root).as_posix() if path != source.root else path.name
         room = project.rooms.get(rel.split("/", 1)[0]) or room_for_path(rel)
         info = replace(self.info(path, source, "project"), wing=source.wing or project.wing or source.root.name,

@@ -8,9 +8,9 @@ payload fields are set in place. So re-reading a source brings its drawers up to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -30,12 +30,22 @@ from mempald.store.gateway import StoreGateway
 
 if TYPE_CHECKING:
     from mempald.ingest.forget_list import Admission
+    from mempald.ingest.store_outbox import StoreOutbox, Waiting
 
 log = logs.get("ingest")
 REDACTED = "[REDACTED:"  # the start of every redaction placeholder (mempald.text.redact.PLACEHOLDER)
 UPSERT_BATCH = 32
 # Payload fields a re-read may correct without the text changing (set in place, no re-embedding).
 REFRESHED = having(declared.REFRESHED)
+
+
+class Changes(Protocol):
+    """Told what this machine stored and removed, once it is in the store (redacted): the sync's outbox
+    (``mempald.sync``). ``op``: forget, delete or purge."""
+
+    async def stored(self, ids: Sequence[str]) -> None: ...
+
+    async def removed(self, ids: Sequence[str], op: str, detail: Mapping[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,29 +68,49 @@ class DrawerWriter:
         self.dense = dense
         self.max_tokens = max_tokens
         self.warning = ""
+        self.changes: Changes | None = None  # told of the drawers written (the sync's outbox; None: nobody)
+        # A store other machines share (a Qdrant server): while it does not answer, drawers wait in this local
+        # outbox and are written in order when it answers again (``drain``). None: retried in place.
+        self.outbox: StoreOutbox | None = None
+        self.waiting = 0  # drawers in the outbox
 
     async def write(self, exchanges: Sequence[Exchange], info: SourceInfo, lane: int) -> Written:
         """Store ``exchanges``: the drawers they make, and how many had to be written."""
         if not exchanges:
             return Written()
-        previous = await self._previous_texts(exchanges)
+        offline = bool(self.waiting)  # (the shared store did not answer: what is written waits in the outbox)
+        try:
+            previous = {} if offline else await self._previous_texts(exchanges)
+        except StoreError:
+            if self.outbox is None:
+                raise
+            previous, offline = {}, True
         built = await self._build(exchanges, info, previous, lane)
         drawers = built.drawers
         if self.admit is not None:
             drawers = self.admit.drawers(drawers, info)
-        changed, redacted_before = await self._changed(drawers)
+        try:
+            # (offline: every drawer is sent; ``drain`` leaves out what the store already holds or deleted)
+            changed, redacted_before = (list(drawers), 0) if offline else await self._changed(drawers)
+        except StoreError:
+            if self.outbox is None:
+                raise
+            (changed, redacted_before), offline = (list(drawers), 0), True
         if changed:
             points = await anyio.to_thread.run_sync(
                 lambda: [PointData(d.id, d.payload, self._sparse(d, built)) for d in changed]
             )
-            # Small batches: qdrant-edge holds the GIL for a whole call (256 points: about 80 ms at 100k
-            # drawers, the event loop frozen meanwhile; 32: a few ms), at the same cost per point.
-            for i in range(0, len(points), UPSERT_BATCH):
-                await self._upsert_with_retry(points[i : i + UPSERT_BATCH])
-            for d in changed:
-                self.dense.put(d.id, float(d.payload.get("ts") or 0.0), lane)
+            if offline or not await self._upsert_all(points):
+                await self._keep(points, lane)  # (their vectors are queued when they are written)
+                offline = True
+            else:
+                for d in changed:
+                    self.dense.put(d.id, float(d.payload.get("ts") or 0.0), lane)
+                if self.changes is not None:
+                    await self.changes.stored([d.id for d in changed])
         # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
-        await self._drop_stale_chunks(drawers)
+        if not offline:
+            await self._drop_stale_chunks(drawers)
         if built.redactions:
             # Count what this write newly redacted: a re-read exchange (the last one of a growing file) was
             # counted when it was first stored, so placeholders already stored in its drawers are subtracted.
@@ -161,19 +191,89 @@ class DrawerWriter:
         return changed, before
 
     async def _drop_stale_chunks(self, drawers: Sequence[Drawer]) -> None:
-        by_ex: dict[str, int] = {}
+        by_ex: dict[tuple[str, str], int] = {}
         for d in drawers:
             if int(d.payload.get("chunk_count", 1)) == int(d.payload["chunk_index"]) + 1 and d.payload["chunk_index"]:
-                by_ex[d.payload["exchange_key"]] = int(d.payload["chunk_count"])
-        # Only matters for exchanges re-read while growing; cheap count check first.
-        for key, n in by_ex.items():
-            flt = Filters(exchange_key=(key,))
+                by_ex[(d.payload["exchange_key"], d.payload["machine"])] = int(d.payload["chunk_count"])
+        # Only matters for exchanges re-read while growing; cheap count check first. (This machine's drawers only.)
+        for (key, machine), n in by_ex.items():
+            flt = Filters(exchange_key=(key,), machine=(machine,))
             total = await self.store.count(flt)
             if total > n:
                 stale = [p.id for p in (await self.store.scroll(flt, 1000))[0]
                          if int(p.payload.get("chunk_index", 0)) >= n]
                 if stale:
                     await self.store.delete(Filters(ids=tuple(stale)))
+
+    async def _upsert_all(self, points: list[PointData]) -> bool:
+        """Upsert in small batches (qdrant-edge holds the GIL for a whole call: 256 points about 80 ms at 100k
+        drawers, the event loop frozen meanwhile; 32: a few ms). A shared store that does not answer: False
+        (the caller keeps them in the outbox); any other store is retried until it takes them."""
+        for i in range(0, len(points), UPSERT_BATCH):
+            if self.outbox is None:
+                await self._upsert_with_retry(points[i : i + UPSERT_BATCH])
+                continue
+            try:
+                await self.store.upsert(points[i : i + UPSERT_BATCH])
+            except StoreError as exc:
+                log.warning("store_unreachable_outbox", error=str(exc))
+                return False
+        return True
+
+    async def _keep(self, points: list[PointData], lane: int) -> None:
+        outbox = self.outbox
+        assert outbox is not None
+        await self.state.run(lambda: outbox.put(points, lane))
+        self.waiting = await self.state.run(lambda: len(outbox))
+        self.warning = f"store unreachable: {self.waiting} drawers wait in the local outbox until it answers"
+
+    async def drain(self) -> int:
+        """Write what waits in the outbox, oldest first, leaving out what the store already holds unchanged or
+        holds deleted; returns how many were written (0 when nothing waits), ``StoreError`` while it does not
+        answer."""
+        outbox = self.outbox
+        if outbox is None:
+            return 0
+        batch: list[Waiting] = await self.state.run(lambda: outbox.take(UPSERT_BATCH))
+        if not batch:
+            if self.waiting:
+                log.info("store_outbox_drained")
+            self.waiting, self.warning = 0, ""
+            return 0
+        stored = {p.id: p.payload for p in await self.store.retrieve([w.point.id for w in batch])}
+        fresh = [w for w in batch if stored.get(w.point.id) is None or (
+            stored[w.point.id].get("status") != "deleted"
+            and stored[w.point.id].get("content_hash") != w.point.payload.get("content_hash"))]
+        if fresh:
+            await self.store.upsert([w.point for w in fresh])
+        await self.state.run(lambda: outbox.done(batch))
+        for w in fresh:
+            self.dense.put(w.point.id, float(w.point.payload.get("ts") or 0.0), w.lane)
+        if self.changes is not None and fresh:
+            await self.changes.stored([w.point.id for w in fresh])
+        self.waiting = await self.state.run(lambda: len(outbox))
+        return len(fresh) or len(batch)
+
+    async def run_outbox(self) -> None:
+        """The outbox's loop: drained as soon as the store answers (tried every second, backing off to 30 s)."""
+        if self.outbox is None:
+            return
+        outbox = self.outbox
+        self.waiting = await self.state.run(lambda: len(outbox))
+        delay = 1.0
+        while True:
+            if not self.waiting:
+                await anyio.sleep(1.0)
+                self.waiting = await self.state.run(lambda: len(outbox))
+                continue
+            try:
+                while await self.drain():
+                    pass
+                delay = 1.0
+            except StoreError as exc:
+                self.warning = f"store unreachable: {self.waiting} drawers wait in the local outbox ({exc})"
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 30.0)
 
     async def _upsert_with_retry(self, points: list[PointData]) -> None:
         delay = 0.5

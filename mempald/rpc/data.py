@@ -43,7 +43,7 @@ class DataMethods:
         sel = Selection(source=a["source"] or "", session=a["session"] or "", wing=a["wing"] or "",
                         room=a["room"] or "", before=a["before"])
         return await self.forgetter.forget(sel, dry_run=a["dry_run"], reingest=a["reingest"], actor=actor,
-                                           reason=a["reason"])
+                                           reason=a["reason"], all_machines=a["all_machines"])
 
     async def exclude_add(self, a: Args) -> Any:
         return await self.exclusions.add(a["pattern"], forget=a["forget"], actor=a.get("actor", "user"))

@@ -31,7 +31,8 @@ class MemoryMethods:
         return await self.memories.restore(a["drawer_id"], actor=a.get("actor", "user"))
 
     async def purge(self, a: Args) -> Any:
-        return await self.memories.purge(before=a["before"], dry_run=a["dry_run"], actor=a.get("actor", "user"))
+        return await self.memories.purge(before=a["before"], dry_run=a["dry_run"], actor=a.get("actor", "user"),
+                                         all_machines=a["all_machines"])
 
     async def reindex(self, _a: Args) -> Any:
         return await self.memories.reindex()

@@ -50,6 +50,7 @@ from mempald.ingest.forget_list import Admission, ForgetList
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
 from mempald.ingest.review import SourceReview
+from mempald.ingest.store_outbox import StoreOutbox
 from mempald.intake.admin import SourceAdmin
 from mempald.intake.events import EventRouter
 from mempald.intake.loop import IngestLoops
@@ -63,6 +64,7 @@ from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.rules import RuleMethods
 from mempald.rpc.sources import SourceMethods
+from mempald.rpc.sync import SyncMethods
 from mempald.rpc.viewer import ViewerMethods
 from mempald.search import ranking
 from mempald.search.searcher import Searcher
@@ -76,6 +78,10 @@ from mempald.store.gateway import StoreGateway
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import SpaceGuard, guard_store
+from mempald.sync.exporter import Exporter as SegmentWriter
+from mempald.sync.importer import Importer as SegmentReader
+from mempald.sync.journal import Journal
+from mempald.sync.service import Sync
 
 log = logs.get("app")
 
@@ -114,13 +120,13 @@ def open_backends(settings: Settings) -> Backends:
         store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
                         "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
     try:
-        refuse_lost_state(ddir / "state.sqlite3", store)
+        refuse_lost_state(ddir / "state.sqlite3", store, counted(settings))
         state = State(ddir / "state.sqlite3")
     except BaseException:
         store.close()
         raise
     try:
-        refuse_lost_points(state, store)
+        refuse_lost_points(state, store, counted(settings))
     except BaseException:
         store.close()
         state.close()
@@ -128,14 +134,14 @@ def open_backends(settings: Settings) -> Backends:
     return Backends(embedder, store, opened, state, space)
 
 
-def refuse_lost_state(path: Path, store: Store) -> None:
+def refuse_lost_state(path: Path, store: Store, scope: Filters | None = None) -> None:
     """A store that holds drawers beside a missing or empty state database: the knowledge graph, the inbox, the
     audit log and the forget rules are gone, and starting would read forgotten sessions back from their
     transcripts. Not started: ``mempald repair`` restores the forget rules kept in the store first."""
     missing = state_missing(path)
     if not missing:
         return
-    held = store.count(Filters(include_deleted=True))
+    held = store.count(scope or Filters(include_deleted=True))  # (a shared store: this machine's drawers)
     if held:
         raise StateDamaged(f"the state database {path} is {missing} but the store at {store.location} holds {held} "
                            "drawers: the knowledge graph, the inbox, the audit log and the forget rules would be "
@@ -144,13 +150,23 @@ def refuse_lost_state(path: Path, store: Store) -> None:
                            "again)")
 
 
-def refuse_lost_points(state: State, store: Store) -> None:
+def machine_of(settings: Settings) -> str:
+    return settings.store.machine or socket.gethostname()
+
+
+def counted(settings: Settings) -> Filters:
+    """The points whose number is recorded at a clean stop: all of them, or this machine's in a store other
+    machines' daemons write too (a Qdrant server: they add and purge theirs while this one is stopped)."""
+    return Filters(include_deleted=True, machine=(machine_of(settings),) if settings.store.url else ())
+
+
+def refuse_lost_points(state: State, store: Store, scope: Filters | None = None) -> None:
     """The store holds fewer points than when the daemon last stopped cleanly: it lost drawers while nothing ran
     (damaged or deleted files). Not started, so nothing is served as if whole: ``mempald repair``."""
     recorded = state.store_points()
     if recorded is None:
         return
-    held = store.count(Filters(include_deleted=True))
+    held = store.count(scope or Filters(include_deleted=True))
     if held < recorded:
         raise StoreError(f"the store at {store.location} holds {held} drawers but held {recorded} when mempald last "
                          "stopped: its files lost drawers while it was stopped; stop and run `mempald repair` (it "
@@ -166,9 +182,9 @@ class Daemon:
         self.embedder = embedder = backends.embedder
         db = backends.state  # (the blocking database: what runs inside a worker thread's job holds it)
         self.state = state = StateGateway(db)
-        machine = settings.store.machine or socket.gethostname()
+        machine = machine_of(settings)
         user = getpass.getuser()
-        self.store = StoreGateway(backends.store)
+        self.store = StoreGateway(backends.store, shared=bool(settings.store.url))
         bm25 = Bm25Encoder()
         self.keywords = KeywordReindex(self.store, bm25)  # keyword vectors of another tokenizer re-encoded
         self.files = FileQueue()
@@ -183,6 +199,8 @@ class Daemon:
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
                                  dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
                                  admit=Admission(self.exclude, self.forgotten), pool=self.builders)
+        if settings.store.url:  # a store other machines share: drawers wait in a local outbox while it is away
+            self.ingestor.writer.outbox = StoreOutbox(db)
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
@@ -202,11 +220,21 @@ class Daemon:
         self.kg.ensure_schema()
         self.inbox = CoworkInbox(db.conn, lock=db.lock)
         self.inbox.ensure_schema()
+        journal = Journal(db)  # one memory across machines: the outbox and what was read of the sync folder
+        model = embedder.info.model_id
+        self.sync = Sync(self.settings, self.store, state, journal,
+                         SegmentWriter(self.store, state, journal, self.kg, model),
+                         SegmentReader(self.store, state, journal, self.kg, bm25,
+                                       lambda pid, ts: self.dense.put(pid, ts, BACKFILL), model, embedder.dim,
+                                       self.forgotten),
+                         machine)
+        self.ingestor.writer.changes = self.sync
         layout = Layout(self.store)
         sessions = SessionBrowser(self.store)
         wakeup = WakeUp(self.settings, self.store, embedder, self.sources, sessions)
         memories = Memories(self.settings, self.store, state, embedder, self.ingestor, self.dense, machine, user,
                             self.taxonomy.current, self.keywords)
+        memories.changes = self.sync
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
         ledger = TokenLedger(state)
         self.rules = Rules(state, self.store)
@@ -225,6 +253,7 @@ class Daemon:
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),
             RuleMethods(self.rules),
+            SyncMethods(self.sync),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
@@ -232,6 +261,7 @@ class Daemon:
     def _data_methods(self, backends: Backends, bm25: Bm25Encoder) -> DataMethods:
         forgetter = Forgetter(self.store, self.state, self.forgotten, self.sources, self.ingestor, bm25, self.dense)
         self.forgetter = forgetter
+        forgetter.changes = self.sync
         importer = Importer(self.settings, self.store, self.state, bm25, self.dense, self.rules)
         # the dense pass waits while fresh exchanges or an import are being stored: they get the cores first
         self.densifier.hold = lambda: self.ingest_loops.fresh_ingests > 0 or importer.running > 0
@@ -262,7 +292,8 @@ class Daemon:
         # a second worker changed nothing on two cores: bench/PERF_RESULTS.md).
         backfill = [self.ingest_loops.run] * (3 if self.builders.enabled else 1)
         return [self.events.run, *backfill, self.ingest_loops.run_fresh, self.densifier.run, self.builders.run,
-                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run]
+                self.catch_up, self.scanner.run, self.packs.run, self.index.run, self.keywords.run, self.status.run,
+                self.sync.run, self.ingestor.writer.run_outbox]
 
     async def catch_up(self) -> None:
         """At start: drawers still without a dense vector, and files changed while the daemon was down."""
@@ -298,7 +329,7 @@ class Daemon:
         try:
             self.builders.close()
             with contextlib.suppress(Exception):  # a store that cannot count now records nothing
-                self.state.db.record_store_points(self.store.store.count(Filters(include_deleted=True)))
+                self.state.db.record_store_points(self.store.store.count(counted(self.settings.current)))
         finally:
             try:
                 self.store.store.close()

@@ -34,10 +34,13 @@ def scrubbed(points: Sequence[PointData]) -> list[PointData]:
 
 
 class StoreGateway:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, shared: bool = False) -> None:
         self.store = store
         self.limiter = anyio.CapacityLimiter(1)
         self.writes = 0
+        # Other daemons (one per machine) write the same collection (a Qdrant server): ``writes`` does not see
+        # their changes, so figures cached on it expire by time too (``features.status``).
+        self.shared = shared
 
     @property
     def location(self) -> str:

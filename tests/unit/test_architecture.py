@@ -77,6 +77,7 @@ LAYERS = (
     "ingest",  # from a file to drawers
     "intake",  # what drives ingest: watching, events, the reconcile scan, source administration, the ingest loops
     "features",  # the services the methods call
+    "sync",  # one memory across machines: segments in a shared folder, written and imported
     "ops",  # offline commands: migrate, doctor, repair, restore, pack
     "rpc",  # the socket methods' handlers
     "runtime",  # the composition root, the daemon's lifetime, the socket server, the service files

@@ -20,6 +20,7 @@ from typing import Any
 from mempal import disclosure_text as dtext
 from mempal.cli import present as show
 from mempal.cli import rule_present as rules
+from mempal.cli import sync_present
 from mempal.connection import DaemonUnavailable, call
 from mempal.methods import METHODS
 
@@ -310,6 +311,11 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("rule_suggestions", rules.rule_suggestions),
     Command("rule_accept", rules.rule_accept),
     Command("rule_dismiss", rules.rule_dismiss),
+    Command("sync_init", sync_present.sync_joined),
+    Command("sync_join", sync_present.sync_joined),
+    Command("sync_status", sync_present.sync_status),
+    Command("sync_leave", sync_present.sync_leave),
+    Command("machines", sync_present.machines),
 )}
 
 

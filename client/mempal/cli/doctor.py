@@ -187,12 +187,32 @@ def check_disk() -> Check:
     return Check("disk space", free > 1e9, f"{free / 1e9:.1f} GB free at {probe}", "free some disk space")
 
 
+def check_sync() -> Check:
+    """The sync folder (``mempal sync``): every segment of the other machines read, or what to do."""
+    try:
+        st = call("sync_status", {}, timeout=10)
+    except Exception as exc:
+        return Check("sync folder", False, f"the daemon did not say: {exc}", "see `mempal logs`", warning=True)
+    problems = st.get("problems") or []
+    if st.get("error"):
+        return Check("sync folder", False, f"{st.get('dir')}: {st['error']}", "see `mempal sync status`")
+    if problems:
+        first = problems[0]
+        return Check("sync folder", False, f"{len(problems)} segment(s) could not be read, e.g. {first['segment']}: "
+                     f"{first['error']}", first["what_to_do"], warning=True)
+    lag = sum(int(m.get("lag") or 0) for m in st.get("machines") or [])
+    return Check("sync folder", True, f"{st.get('dir')}: {len(st.get('machines') or [])} machines, "
+                 f"{lag} segments waiting, {st.get('outbox')} drawers to write")
+
+
 def run_client_checks() -> tuple[list[Check], Settings | None, bool]:
     """The client's checks, the settings (None if the config is broken) and whether the daemon answered."""
     cfg, settings = check_config()
     daemon, st = check_daemon()
     out = [cfg, daemon, check_socket() if st else Check("socket", False, "daemon not running", "start mempald"),
            check_data_dir(), *check_hooks(), check_mcp(), check_disk()]
+    if st is not None and settings is not None and settings.sync.dir:
+        out.append(check_sync())
     return out, settings, st is not None
 
 

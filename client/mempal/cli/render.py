@@ -18,6 +18,8 @@ def citation(hit: dict[str, Any]) -> str:
         bits.append(str(hit["timestamp"])[:19].replace("T", " "))
     if hit.get("session_id"):
         bits.append(f"session {str(hit['session_id'])[:12]}")
+    if hit.get("machine"):
+        bits.append(f"on {hit['machine']}")  # (several machines: a shared store or a sync folder)
     pos = hit.get("position")
     loc = f"{where}" + (f" #{pos}" if pos not in (None, "") else "")
     return f"{' · '.join(bits)}\n    from {loc}  [drawer {hit.get('drawer_id', '?')}]"
@@ -67,7 +69,7 @@ def status(st: dict[str, Any]) -> str:
         f"mempald {st.get('version')} (pid {st.get('pid')}, up {st.get('uptime_s')}s)"
         + ("" if st.get("ready") else " - starting"),
         f"  model: {st.get('model')}",
-        f"  store: {st.get('store')}",
+        f"  store: {st.get('store')}" + (f"   machine: {st['machine']}" if st.get("machine") else ""),
         f"  drawers: {st.get('drawers')}   dense backlog: {st.get('dense_backlog')}"
         f"   file backlog: {st.get('file_backlog')}",
     ]

@@ -13,7 +13,7 @@ FILTERS: tuple[Param, ...] = (
     Param("source_kind", "strs", "only this source: claude_code, codex, chatgpt, slack, project, ..."),
     Param("agent", "strs", "only memories from this agent, e.g. claude or codex"),
     Param("session_id", "strs", "only this session", mcp=False),
-    Param("machine", "strs", "only drawers from this machine (shared server stores)", mcp=False),
+    Param("machine", "strs", "only drawers from this machine (`mempal machines` lists them)", mcp=False),
     Param("since", "time", "only newer than this: ISO date, epoch seconds or an age like 7d, 12h"),
     Param("until", "time", "only older than this: ISO date, epoch seconds or an age like 1d"),
 )

@@ -24,6 +24,8 @@ METHODS: tuple[Method, ...] = (
             Param("reingest", "bool", "the way back: remove these drawers for good and read their transcripts "
                   "again (earlier forgets of them are lifted); those whose transcript is gone are forgotten"),
             Param("reason", "text", "why (kept in the audit log)", default="", max_len=2000),
+            Param("all_machines", "bool", "a store other machines' daemons share: theirs too (default: this "
+                  "machine's drawers only)", mcp=False),
             Param("actor", "str", "who forgets (default: user on the CLI, the agent over MCP)", fill="agent",
                   mcp=False),
         ),

@@ -49,6 +49,8 @@ METHODS: tuple[Method, ...] = (
         (
             Param("before", "time", "only those deleted before this date or age (7d)"),
             Param("dry_run", "bool", "count them, remove nothing"),
+            Param("all_machines", "bool", "a store other machines' daemons share: theirs too (default: this "
+                  "machine's drawers only)", mcp=False),
             Param("actor", "str", "who purges", fill="agent", mcp=False),
         ),
         destructive=True, idempotent=True, cli=("purge",), timeout=3600.0,

@@ -29,11 +29,12 @@ from mempald.rpc.memory import MemoryMethods
 from mempald.rpc.palace import PalaceMethods
 from mempald.rpc.rules import RuleMethods
 from mempald.rpc.sources import SourceMethods
+from mempald.rpc.sync import SyncMethods
 from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
 GROUPS = (RuleMethods, CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
-          DisclosureMethods, DataMethods)
+          SyncMethods, DisclosureMethods, DataMethods)
 
 
 def daemon_handler_names() -> list[str]:
