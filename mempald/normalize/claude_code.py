@@ -416,5 +416,5 @@ def detect(probe: Probe) -> bool:
     return first.startswith("{") and '"parentUuid"' in first and ('"sessionId"' in first or '"isSidechain"' in first)
 
 
-FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",),
+FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), archive=True,
                 summary="Claude Code session transcripts (~/.claude/projects)")

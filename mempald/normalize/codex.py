@@ -189,5 +189,5 @@ def detect(probe: Probe) -> bool:
     return first.startswith("{") and re.search(r'"type"\s*:\s*"session_meta"', first) is not None
 
 
-FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",),
+FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), archive=True,
                 summary="Codex CLI rollouts (~/.codex/sessions)")

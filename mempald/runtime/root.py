@@ -18,6 +18,7 @@ from typing import Any
 import anyio.to_thread
 
 from mempald import logs
+from mempald.archive.keeper import Archive
 from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import META_KEY, Bm25Encoder
@@ -54,6 +55,7 @@ from mempald.intake.events import EventRouter
 from mempald.intake.loop import IngestLoops
 from mempald.intake.scan import Scanner
 from mempald.rpc.agents import AgentMethods
+from mempald.rpc.archive import ArchiveMethods
 from mempald.rpc.core import CoreMethods
 from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
@@ -175,12 +177,15 @@ class Daemon:
         self.taxonomy.load()
         self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
         self.forgotten = ForgetList(db)
+        self.archive = Archive(data_dir() / "archive", self.settings)  # the byte-exact transcripts
+        self.archive.forgotten = self.forgotten.covers_file
         counter = embedder.counter_file
         self.builders = BuildPool(BuildSpec(str(counter), bm25.tokenizer, settings.embed.max_tokens),
                                   settings.ingest.build_workers if counter is not None else 0)
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
                                  dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
-                                 admit=Admission(self.exclude, self.forgotten), pool=self.builders)
+                                 admit=Admission(self.exclude, self.forgotten), pool=self.builders,
+                                 archive=self.archive)
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
@@ -221,6 +226,7 @@ class Daemon:
             ViewerMethods(SessionBrowser(self.store), self.kg, self.sources, state),
             DisclosureMethods(disclosure, FileGate(self.store, embedder, sessions), ledger),
             self._data_methods(backends, bm25),
+            ArchiveMethods(self.archive, state),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
@@ -300,3 +306,4 @@ class Daemon:
                 self.store.store.close()
             finally:
                 self.state.db.close()
+                self.archive.close()

@@ -22,6 +22,7 @@ from mempal.methods import METHODS, codegen
 from mempal.methods.spec import Method, Param
 from mempal.methods.validate import ParamError, validate
 from mempald.rpc.agents import AgentMethods
+from mempald.rpc.archive import ArchiveMethods
 from mempald.rpc.core import CoreMethods
 from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
@@ -32,7 +33,7 @@ from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
 GROUPS = (CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
-          DisclosureMethods, DataMethods)
+          DisclosureMethods, DataMethods, ArchiveMethods)
 
 
 def daemon_handler_names() -> list[str]:
