@@ -12,12 +12,13 @@ from typing import Any
 from mempald.archive.chunks import ArchiveDamaged, read_chunk
 from mempald.archive.keeper import Archive
 from mempald.normalize.wings import normal_wing
-from mempald.store.space import allocated_bytes
 
 
-def disk_bytes(archive: Archive) -> int:
-    """Bytes the archive takes on disk (its chunks and its index)."""
-    return allocated_bytes(archive.folder) if archive.folder.exists() else 0
+def disk_bytes(archive: Archive, chunks: int) -> int:
+    """Bytes the archive takes on disk: its chunks (``chunks``, from the index: no walk of the folder) and its
+    index database."""
+    names = ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm")
+    return chunks + sum(os.stat(archive.folder / n).st_size for n in names if (archive.folder / n).exists())
 
 
 def status(archive: Archive) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def status(archive: Archive) -> dict[str, Any]:
     if not archive.exists():
         return out
     sessions, files, versions, raw, stored = archive.index.totals()
-    on_disk = disk_bytes(archive)
+    on_disk = disk_bytes(archive, stored)
     out.update(sessions=sessions, files=files, versions=versions, bytes=raw, bytes_on_disk=on_disk,
                compressed_bytes=stored, ratio=round(raw / stored, 2) if stored else 0.0)
     return out

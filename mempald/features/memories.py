@@ -3,6 +3,7 @@ re-embedding with another model."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 import time
@@ -13,6 +14,7 @@ from typing import Any
 import anyio.to_thread
 
 from mempald import logs
+from mempald.archive import views as archive_views
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, MempalError, NotFound, Unavailable
@@ -161,13 +163,28 @@ class Memories:
     async def purge(self, *, before: float | None, dry_run: bool, actor: str) -> dict[str, Any]:
         """Remove soft-deleted drawers for good (those deleted before ``before``; default: all)."""
         victims: list[str] = []
+        sessions: set[str] = set()
         async for page in self.store.pages(Filters(only_deleted=True)):
-            victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
+            chosen = [pt for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
+            victims += [pt.id for pt in chosen]
+            sessions |= {str(pt.payload.get("session_id") or "") for pt in chosen} - {""}
+        archived = {"files": 0, "bytes": 0}
         if not dry_run and victims:
             for i in range(0, len(victims), PURGE_BATCH):
                 await self.store.delete(Filters(ids=tuple(victims[i : i + PURGE_BATCH]), include_deleted=True))
-            await self.state.audit(actor, "purge", f"{len(victims)} drawers", "")
-        return {"purged": len(victims), "dry_run": dry_run}
+            archived = await self._purge_archived(sessions)
+            await self.state.audit(actor, "purge", f"{len(victims)} drawers", "", archive_files_removed=
+                                   archived["files"], archive_bytes_removed=archived["bytes"])
+        return {"purged": len(victims), "dry_run": dry_run, "archive_removed": archived}
+
+    async def _purge_archived(self, sessions: set[str]) -> dict[str, int]:
+        """The archived transcripts of the purged sessions of which no drawer is left (mempald.archive)."""
+        archive = self.ingestor.archive
+        empty = [s for s in sorted(sessions) if not await self.store.count(Filters(session_id=(s,),
+                                                                                   include_deleted=True))]
+        if archive is None or not empty:
+            return {"files": 0, "bytes": 0}
+        return await anyio.to_thread.run_sync(functools.partial(archive_views.remove, archive, sessions=empty))
 
     async def reindex(self) -> dict[str, Any]:
         """Re-embed every drawer with the configured model; resumable (drawers without a dense vector are found

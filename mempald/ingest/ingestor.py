@@ -73,6 +73,7 @@ class Ingestor:
         archive: Archive | None = None,
     ) -> None:
         self.admit = admit  # the user's exclusions and forgets (mempald.ingest.forget_list); None: none
+        self.archive = archive  # the byte-exact transcript archive (mempald.archive); None: none
         self.settings = settings
         self.state = state
         self.store = store

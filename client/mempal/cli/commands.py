@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mempal import disclosure_text as dtext
+from mempal.cli import archive
 from mempal.cli import present as show
 from mempal.connection import DaemonUnavailable, call
 from mempal.methods import METHODS
@@ -302,6 +303,9 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("import_drawers", show.import_drawers),
     Command("backup", show.backup),
     Command("audit", show.audit),
+    Command("archive_status", archive.status),
+    Command("archive_list", archive.listing),
+    Command("restore_session", archive.restore_session),
 )}
 
 
