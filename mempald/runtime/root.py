@@ -240,7 +240,7 @@ class Daemon:
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store), importer,
-                           Backup(self.settings, self.store, self.state.db, backends.backend),
+                           Backup(self.settings, self.store, self.state.db, backends.backend, self.archive),
                            self.state)
 
     @classmethod

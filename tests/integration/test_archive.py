@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,36 @@ def test_a_damaged_chunk_is_named_by_doctor_and_its_session_refused(daemon: Daem
     daemon.stop()
     doctor = mempald(daemon.env, "doctor")
     assert "transcript archive" in doctor.stdout and str(chunk) in doctor.stdout, doctor.stdout + doctor.stderr
+
+
+@pytest.mark.timeout(300)
+def test_a_backup_holds_the_archive_and_restore_brings_it_back(daemon: Daemon, home: Path, tmp_path: Path) -> None:
+    proj = home / ".claude" / "projects" / "-home-u-heronry"
+    main = write(proj / f"{S1}.jsonl", exchanges(S1, CWD, "heron", 4))
+    daemon.start(extra_env=ENV)
+    daemon.idle()
+    daemon.wait_for(lambda: archived_all(daemon, main), timeout=60)
+    kept = archive(daemon)
+    bk = tmp_path / "backups" / "one"
+    taken = mempal(daemon, "backup", str(bk), "--json")
+    assert taken.returncode == 0, taken.stderr
+    assert json.loads(taken.stdout)["archive"]["files"] == kept["versions"] + 1  # its chunks and its index
+    exported = mempal(daemon, "export", "-o", str(tmp_path / "out.jsonl"), "--json")
+    assert "not included" in json.loads(exported.stdout)["archive"]  # an export says it has no archive
+    daemon.stop()
+    original = main.read_bytes()
+    main.unlink()
+    runtime = tempfile.mkdtemp(prefix="mp-")  # (a socket path must stay short)
+    env = {**daemon.env, "MEMPAL_DATA_DIR": str(tmp_path / "restored" / "data"),
+           "MEMPAL_CONFIG_DIR": str(tmp_path / "restored" / "config"), "MEMPAL_RUNTIME_DIR": runtime + "/run"}
+    done = mempald(env, "restore", str(bk), "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["archive_chunks"] == kept["versions"], done.stderr
+    back = Daemon(env, tmp_path / "restored.log").start()
+    try:
+        assert {k: archive(back)[k] for k in ("sessions", "files", "bytes")} == \
+               {k: kept[k] for k in ("sessions", "files", "bytes")}
+        out = back.call("restore_session", {"id": S1})
+        assert out["written"] == 1 and main.read_bytes() == original
+    finally:
+        back.stop()
+        shutil.rmtree(runtime, ignore_errors=True)
