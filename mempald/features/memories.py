@@ -7,7 +7,7 @@ import functools
 import hashlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
+from mempald.normalize import agent_memory
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.state.gateway import StateGateway
@@ -212,3 +213,36 @@ class Memories:
                 self.dense.put(pt.id, float(pt.payload.get("ts") or 0), BACKFILL)
             n += len(page)
         return n
+
+
+BELIEFS_SHOWN = 12  # agent-memory files listed by the wake-up
+BELIEF_CHARS = 220
+
+
+def belief_line(payload: Mapping[str, Any], text: str) -> str:
+    """One line about an agent's memory file: its title, then its description (front matter) or first words."""
+    fm = agent_memory.front_matter(text)
+    body = fm.get("description", "")
+    if not body:
+        for raw in agent_memory.body_of(text).splitlines():
+            line = raw.strip().lstrip("#-*> ").strip()
+            if len(line) >= 8 and not line.startswith("<!--"):
+                body = line
+                break
+    line = f"{payload.get('title') or agent_memory.SOURCE_KIND}: {' '.join(body.split())}"
+    return line if len(line) <= BELIEF_CHARS else line[:BELIEF_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+async def agent_beliefs(store: StoreGateway, wing: str, limit: int = BELIEFS_SHOWN) -> list[str]:
+    """What the agents already believe about ``wing`` (room agent-memory, mempald.normalize.agent_memory): a line
+    a memory file of this project or of the user (no project), the newest first. Read only: mempald never writes
+    those files."""
+    firsts: dict[str, tuple[float, Mapping[str, Any], str]] = {}
+    async for page in store.pages(Filters(room=(agent_memory.ROOM,))):
+        for pt in page:
+            p = pt.payload
+            if int(p.get("chunk_index") or 0) or (p.get("wing") != wing and p.get("cwd")):
+                continue
+            firsts[str(p.get("source_path"))] = (float(p.get("ts") or 0.0), p, str(p.get("text") or ""))
+    ranked = sorted(firsts.values(), key=lambda t: (bool(t[1].get("cwd")), t[0]), reverse=True)
+    return [belief_line(p, text) for _ts, p, text in ranked[:limit]]

@@ -171,6 +171,7 @@ class Format:
     places: tuple[Place, ...] = ()  # default roots, where the agent is installed (none: only where watched)
     ids: Ids = "position"
     archive: bool = False  # its units are archived byte for byte by default (mempald.archive): an agent's own store
+    room: str = ""  # the room of every drawer it makes (the agents' memories: agent-memory); "": classified
     # The unit (folder or database) a changed path belongs to, or None when the path is not one of this
     # format's: a day file of a Slack export -> the export folder.
     unit_of: Callable[[PurePath, Look], PurePath | None] | None = None

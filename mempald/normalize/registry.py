@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mempald.normalize import aider, chatgpt, claude_ai, claude_code, codex, gemini, plaintext, slack
+from mempald.normalize import agent_memory, aider, chatgpt, claude_ai, claude_code, codex, gemini, plaintext, slack
 from mempald.normalize.format import Format, Probe
 
 # Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts.
 FORMATS: tuple[Format, ...] = (
-    aider.FORMAT, gemini.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT, claude_code.FORMAT,
-    slack.FORMAT, plaintext.FORMAT,
+    agent_memory.FORMAT, aider.FORMAT, gemini.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
+    claude_code.FORMAT, slack.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT
 _BY_NAME = {f.name: f for f in FORMATS}

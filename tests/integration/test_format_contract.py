@@ -54,6 +54,9 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "claude_ai": ("repo:tests/fixtures/claude_ai/conversations.json",),
     "slack": ("slack/slackdump_export_2025",),
     "text": (":note.md",),
+    "agent_memory": (
+        "repo:tests/fixtures/agent_memory/.claude/projects/-home-u-heronry/memory/feedback_real_database.md",
+        "repo:tests/fixtures/agent_memory/.codex/memories/memory_summary.md"),
 }
 
 

@@ -34,14 +34,14 @@ EXPECTED = {
 
 
 def test_every_format_has_one_parse_signature() -> None:
-    assert [f.name for f in registry.FORMATS] == ["aider", "gemini", "chatgpt", "claude_ai", "codex", "claude_code",
-                                                  "slack", "text"]
+    assert [f.name for f in registry.FORMATS] == ["agent_memory", "aider", "gemini", "chatgpt", "claude_ai", "codex",
+                                                  "claude_code", "slack", "text"]
     for fmt in registry.FORMATS:
         sig = inspect.signature(fmt.parse)
         assert list(sig.parameters) == ["inp"], fmt.name
         assert fmt.reads in ("lines", "document", "folder") and fmt.summary
         empty = Input(name="x", lines=[], data=b"", files={})
-        if fmt.name in ("claude_code", "codex", "aider", "text"):
+        if fmt.name in ("claude_code", "codex", "aider", "text", "agent_memory"):
             out = fmt.parse(empty)
             assert isinstance(out, Parsed) and out.exchanges == [] and out.context.format == fmt.name
 
