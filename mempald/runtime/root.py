@@ -177,7 +177,8 @@ class Daemon:
         self.taxonomy.load()
         self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
         self.forgotten = ForgetList(db)
-        self.archive = Archive(data_dir() / "archive", self.settings)  # the byte-exact transcripts
+        # the byte-exact transcripts, beside the state database (in the data dir; a benchmark palace keeps its own)
+        self.archive = Archive(db.path.parent / "archive", self.settings)
         self.archive.forgotten = self.forgotten.covers_file
         counter = embedder.counter_file
         self.builders = BuildPool(BuildSpec(str(counter), bm25.tokenizer, settings.embed.max_tokens),
