@@ -223,12 +223,10 @@ def belief_line(payload: Mapping[str, Any], text: str) -> str:
     """One line about an agent's memory file: its title, then its description (front matter) or first words."""
     fm = agent_memory.front_matter(text)
     body = fm.get("description", "")
-    if not body:
-        for raw in agent_memory.body_of(text).splitlines():
-            line = raw.strip().lstrip("#-*> ").strip()
-            if len(line) >= 8 and not line.startswith("<!--"):
-                body = line
-                break
+    if not body:  # its first statements (not its headings), as many as the line holds
+        said = [ln.strip().lstrip("-*> ").strip() for ln in agent_memory.body_of(text).splitlines()
+                if ln.strip() and not ln.lstrip().startswith(("#", "<!--", "---"))]
+        body = "; ".join(x.rstrip(";") for x in said if len(x) >= 4)[: BELIEF_CHARS * 2]
     line = f"{payload.get('title') or agent_memory.SOURCE_KIND}: {' '.join(body.split())}"
     return line if len(line) <= BELIEF_CHARS else line[:BELIEF_CHARS].rsplit(" ", 1)[0] + "…"
 
