@@ -120,8 +120,11 @@ class IngestSettings:
 
 @dataclass(frozen=True, slots=True)
 class SourcesSettings:
+    # Every agent's own folders (its format's declared places) are watched where they exist or appear later;
+    # these two move or turn off (""): Claude Code's and Codex's; ``skip`` turns off others by format name.
     claude_projects: str = "~/.claude/projects"
     codex_sessions: str = "~/.codex/sessions"
+    skip: tuple[str, ...] = ()
     watch: tuple[SourceSpec, ...] = ()
 
 

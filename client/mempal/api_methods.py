@@ -19,8 +19,9 @@ class ClientMethods(ClientBase):
         return self._invoke("ping", {"identify": identify})
 
     def status(self) -> dict[str, Any]:
-        """What the daemon holds and how far behind it is: drawers by wing and room, sources and their backlog, the
-        index state. Call it first to learn the wing and room names, and to check the daemon is healthy.
+        """What the daemon holds and how far behind it is: drawers by wing and room, sources and their backlog, each
+        agent's own folder (found or not, watched or not), the index state. Call it first to learn the wing and room
+        names, and to check the daemon is healthy.
         """
         return self._invoke("status", {})
 

@@ -22,7 +22,7 @@ from mempald.features.keyword_reindex import KeywordReindex
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
-from mempald.normalize import agent_memory
+from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.state.gateway import StateGateway
@@ -129,7 +129,8 @@ class Memories:
         wing = str(page[0].payload.get("wing") or "") if page else ""
         wing = wing or wing_for(None, cwd)
         key = "compact:" + hashlib.sha256(f"{session_id}\x1f{summary}".encode()).hexdigest()[:24]
-        kind = "codex" if agent == "codex" else "claude_code"
+        own = registry.for_agent(agent)
+        kind = own.name if own is not None else agent
         ex = Exchange(source_kind=kind, session_id=session_id, key=key, user="", assistant=summary,
                       timestamp=datetime.now(UTC).isoformat(), agent=agent, kind="summary", cwd=cwd,
                       extra=(("trigger", trigger),) if trigger else ())
@@ -217,26 +218,39 @@ class Memories:
 
 BELIEFS_SHOWN = 12  # agent-memory files listed by the wake-up
 BELIEF_CHARS = 220
+BELIEF_ROOMS = tuple(sorted({f.room for f in registry.FORMATS if f.room}))  # the rooms formats fix (agent-memory)
+
+
+def note_parts(text: str) -> tuple[str, str]:
+    """A Markdown note's front matter ``description`` (or "") and its body after the front matter."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return "", text
+    end = next((i for i, ln in enumerate(lines[1:], 1) if ln.strip() == "---"), len(lines))
+    described = next((ln.split(":", 1)[1].strip().strip("'\"") for ln in lines[1:end]
+                      if ln.strip().startswith("description:")), "")
+    return described, "\n".join(lines[end + 1:])
 
 
 def belief_line(payload: Mapping[str, Any], text: str) -> str:
-    """One line about an agent's memory file: its title, then its description (front matter) or first words."""
-    fm = agent_memory.front_matter(text)
-    body = fm.get("description", "")
+    """One line about an agent's memory file: its title, then its description or its first statements."""
+    body, rest = note_parts(text)
     if not body:  # its first statements (not its headings), as many as the line holds
-        said = [ln.strip().lstrip("-*> ").strip() for ln in agent_memory.body_of(text).splitlines()
+        said = [ln.strip().lstrip("-*> ").strip() for ln in rest.splitlines()
                 if ln.strip() and not ln.lstrip().startswith(("#", "<!--", "---"))]
         body = "; ".join(x.rstrip(";") for x in said if len(x) >= 4)[: BELIEF_CHARS * 2]
-    line = f"{payload.get('title') or agent_memory.SOURCE_KIND}: {' '.join(body.split())}"
+    line = f"{payload.get('title') or payload.get('kind')}: {' '.join(body.split())}"
     return line if len(line) <= BELIEF_CHARS else line[:BELIEF_CHARS].rsplit(" ", 1)[0] + "…"
 
 
 async def agent_beliefs(store: StoreGateway, wing: str, limit: int = BELIEFS_SHOWN) -> list[str]:
-    """What the agents already believe about ``wing`` (room agent-memory, mempald.normalize.agent_memory): a line
-    a memory file of this project or of the user (no project), the newest first. Read only: mempald never writes
-    those files."""
+    """What the agents already believe about ``wing`` (the rooms a format fixes: agent-memory, the agents' own
+    memory files): a line a file of this project or of the user (no project), the newest first. Read only:
+    mempald never writes those files."""
+    if not BELIEF_ROOMS:
+        return []
     firsts: dict[str, tuple[float, Mapping[str, Any], str]] = {}
-    async for page in store.pages(Filters(room=(agent_memory.ROOM,))):
+    async for page in store.pages(Filters(room=BELIEF_ROOMS)):
         for pt in page:
             p = pt.payload
             if int(p.get("chunk_index") or 0) or (p.get("wing") != wing and p.get("cwd")):

@@ -122,6 +122,18 @@ class StatusReport:
             return store[1], state, queued
         return await self._refresh_store(), await self._refresh_state(), self._refresh_queued()
 
+    def _agents(self, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Every agent's default folder on this machine (its format's declared places): found or not, watched or
+        not (``sources.skip``, a setting turned off, another source reading it), with its counts."""
+        by_path = {row["path"]: row for row in sources}
+        out = []
+        for f in self.sources.found:
+            row = by_path.get(str(f.root))
+            out.append({"agent": f.place.agent, "format": f.fmt.name, "path": str(f.root), "found": f.root.is_dir(),
+                        "watched": row is not None, "files": row["files"] if row else 0,
+                        "exchanges": row["exchanges"] if row else 0})
+        return out
+
     async def report(self) -> dict[str, Any]:
         """Everything ``status`` says. While files are being read, its counts are about a second old (``run``)."""
         # Progress is read before the figures: a status that says "scanned, nothing queued" then promises that
@@ -137,7 +149,7 @@ class StatusReport:
             mine = per_source.get(s.key, SourceFigures())
             st = self.ingestor.status.get(s.key)
             sources.append({
-                "key": s.key, "path": str(s.root), "mode": s.mode, "format": s.fmt, "wing": s.wing,
+                "key": s.key, "path": str(s.root), "mode": s.mode, "format": s.fmt, "wing": s.wing, "agent": s.agent,
                 "exists": s.root.exists(), "files": mine.files,
                 "exchanges": mine.exchanges,
                 "backlog_files": queued.get(s.key, 0),
@@ -149,6 +161,7 @@ class StatusReport:
             })
         archive = await self._archive()
         return {
+            "agents": self._agents(sources),
             "version": __version__,
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),

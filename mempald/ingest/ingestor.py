@@ -33,10 +33,9 @@ from mempald.ingest.queues import FRESH, DenseQueue
 from mempald.ingest.reading import UNKNOWN, IngestResult, SourceStatus, UnitReader
 from mempald.ingest.units import format_for
 from mempald.ingest.writer import DrawerWriter
-from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.sources.reader import Refused
-from mempald.sources.roots import Source
+from mempald.sources.roots import Source, Unit
 from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
 from mempald.store.gateway import StoreGateway
@@ -100,9 +99,10 @@ class Ingestor:
         return lock
 
     async def ingest_path(self, path: Path, source: Source, lane: int = FRESH) -> IngestResult:
-        """Read what is new in ``path``'s unit (the file, or the Slack export folder it is in), one task at a time."""
-        folder = await anyio.to_thread.run_sync(source.export_folder, path)
-        path = folder or path
+        """Read what is new in ``path``'s unit (the file, or the folder or database unit it belongs to), one task
+        at a time."""
+        unit = await anyio.to_thread.run_sync(source.unit_of, path)
+        path = unit.path if unit is not None else path
         if self.admit is not None and not await anyio.to_thread.run_sync(self.admit.readable, path):
             return IngestResult(str(path))  # excluded by the user: never read
         lock = self.lock_for(str(path))
@@ -115,13 +115,13 @@ class Ingestor:
             raise Busy(f"{path} is being ingested by another task; gave up after waiting {waited:.1f}s",
                        {"waited_s": round(waited, 3)}) from None
         try:
-            return await self._ingest_locked(path, source, lane, export=folder is not None)
+            return await self._ingest_locked(path, source, lane, unit=unit)
         finally:
             lock.release()
 
     # core ----------------------------------------------------------------------------------------------
-    async def _ingest_locked(self, path: Path, source: Source, lane: int, *, export: bool) -> IngestResult:
-        """Ingest one unit; ``export``: it is a folder unit (a Slack export, read whole)."""
+    async def _ingest_locked(self, path: Path, source: Source, lane: int, *, unit: Unit | None) -> IngestResult:
+        """Ingest one unit: a file (its format detected, or the source's), or a folder or database ``unit``."""
         res = IngestResult(str(path))
         st = self.status.setdefault(source.key, SourceStatus())
         try:
@@ -130,16 +130,17 @@ class Ingestor:
             if source.mode == "projects":
                 res.fmt = "project"
                 await self.reader.project_file(path, source, lane, res)
-            elif export:
-                fmt = registry.by_name("slack")
-                res.fmt = fmt.name
-                await self.reader.folder(path, source, fmt, lane, res)
+            elif unit is not None:
+                res.fmt = unit.fmt.name
+                await self.reader.unit(unit, source, lane, res)
             else:
                 found = await anyio.to_thread.run_sync(format_for, path, source.fmt)
                 res.fmt = found.name if found is not None else UNKNOWN
                 if found is None:
                     await self.reader.skip_unknown(path, source)
-                elif found.reads == "lines":
+                elif found.unit == "database":  # (named directly: a database is its own unit)
+                    await self.reader.unit(Unit(path, found), source, lane, res)
+                elif found.change == "appended":
                     await self.reader.lines(path, source, found, lane, res)
                 else:
                     await self.reader.document(path, source, found, lane, res)

@@ -17,8 +17,7 @@ from typing import Any
 from mempald.ingest.drawers import BuildStats, SourceInfo, build_drawers, clean_text
 from mempald.ingest.projects import project_exchanges
 from mempald.ingest.reading import UNKNOWN, parse_document
-from mempald.ingest.units import folder_wing, format_for, prepare, read_export
-from mempald.normalize import registry
+from mempald.ingest.units import folder_wing, format_for, gather, prepare
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange
@@ -47,16 +46,15 @@ class Reading:
 def _parse(path: Path, source: Source, max_line: int,
            max_file: int) -> tuple[str, Parsed | None, dict[int, int], int]:
     """(format name, parse, line numbers by offset, long lines skipped) of a unit."""
-    folder = source.export_folder(path)
-    if folder is not None:
-        fmt = registry.by_name("slack")
-        files = read_export(folder)
-        return fmt.name, fmt.parse(Input(name=str(folder), files=files, context=CursorContext(format=fmt.name))), {}, 0
-    found = format_for(path, source.fmt)
+    unit = source.unit_of(path)
+    found = unit.fmt if unit is not None else format_for(path, source.fmt)
     if found is None:
         return UNKNOWN, None, {}, 0
+    if unit is not None or found.unit == "database":
+        where = unit.path if unit is not None else path
+        return found.name, found.parse(gather(where, found, CursorContext(format=found.name))), {}, 0
     ctx = prepare(path, found, CursorContext(format=found.name))
-    if found.reads == "lines":
+    if found.change == "appended":
         size = path.stat().st_size
         rr = read_lines(path, 0, None, None, budget=size + 1, max_line=max_line)
         numbers = _line_numbers(path)

@@ -2,8 +2,12 @@
 
 - ``lines`` (JSONL transcripts): the complete lines after the cursor; the cursor stays at the first line of the
   last exchange (it may still grow) and keeps the format's ``CursorContext``;
-- ``document`` (exports, Gemini chats, Aider histories, notes): the whole file, again when it changed;
-- ``folder`` (a Slack export): every JSON file of the folder, again when any changed;
+- ``document`` (exports, Gemini chats, Aider histories, notes): the whole file, again when its digest changed
+  (a touch that changes nothing is not parsed again); exchanges already stored are not written again;
+- ``folder`` (a Slack export, a task folder): its files (the format's ``gather``, else every JSON file), again
+  when its signature (files, bytes, newest mtime) changed;
+- ``rows`` (an editor's database): the format's ``gather`` (rows after the cursor's context), again when the
+  database or its ``-wal`` changed;
 - a code project's file (projects mode): re-chunked when it changed, its old drawers replaced.
 
 Every format is parsed through its registry entry: ``Format.parse(Input) -> Parsed``.
@@ -12,7 +16,9 @@ Every format is parsed through its registry entry: ``Format.parse(Input) -> Pars
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,13 +32,14 @@ from mempald.archive.keeper import Archive
 from mempald.config import SettingsRef
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.projects import project_exchanges, project_settings
-from mempald.ingest.units import folder_wing, prepare, read_export
+from mempald.ingest.units import folder_wing, gather, prepare
 from mempald.ingest.writer import DrawerWriter, Written
 from mempald.normalize import registry
 from mempald.normalize.format import Format, Input, Parsed
 from mempald.normalize.model import CursorContext, NormalizeError
+from mempald.normalize.wings import normal_wing
 from mempald.sources.reader import ReadResult, prefix_hash, read_capped, read_lines
-from mempald.sources.roots import Source, folder_signature
+from mempald.sources.roots import Source, Unit, unit_signature
 from mempald.state.db import Cursor
 from mempald.state.gateway import StateGateway
 from mempald.store.base import Filters
@@ -159,37 +166,50 @@ class UnitReader:
         if cur and cur.same_file(st):
             return
         data = await anyio.to_thread.run_sync(read_capped, path, self.settings.current.ingest.max_file_bytes)
+        digest = hashlib.sha256(data).hexdigest()
+        if cur and cur.prefix_hash == digest:  # touched or rewritten with the same bytes: nothing new
+            await self.state.put_cursor(replace(cur, inode=st.st_ino, size=st.st_size, mtime=st.st_mtime))
+            return
         base = CursorContext(format=fmt.name, cwd=cur.context.cwd if cur else "")
         ctx = await anyio.to_thread.run_sync(prepare, path, fmt, base)
         # The full path names the session: two notes.md in different folders are different sessions.
         parsed = await anyio.to_thread.run_sync(parse_document, fmt, data, str(path), ctx)
         await self.write(parsed, self.info(path, source, parsed.context.format or fmt.name), lane, res)
         await self.state.put_cursor(Cursor(
-            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, "",
+            str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, digest,
             replace(parsed.context, format=fmt.name), len(parsed.exchanges)))
         if self.archive is not None:
             await self.archive.keep(path, source, fmt, parsed.context)
 
-    async def folder(self, root: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
-        """A folder unit (a Slack export): threads span day files, names come from users.json."""
-        n, size, mtime = await anyio.to_thread.run_sync(folder_signature, root)
+    async def unit(self, unit: Unit, source: Source, lane: int, res: IngestResult) -> None:
+        """A folder unit (a Slack export: threads span day files, names come from users.json; a task folder) or
+        a database unit (an editor's store), read through its format's ``gather``."""
+        root, fmt = unit.path, unit.fmt
+        n, size, mtime = await anyio.to_thread.run_sync(unit_signature, unit)
         cur = await self.state.get_cursor(str(root))
         if cur and cur.same_folder(n, size, mtime):
             return
-        files = await anyio.to_thread.run_sync(read_export, root)
+        # a folder is read whole (its context starts afresh); a database from where its context says it was
+        base = cur.context if cur and fmt.unit == "database" else CursorContext(format=fmt.name)
         try:
-            parsed = await anyio.to_thread.run_sync(fmt.parse, Input(name=str(root), files=files,
-                                                                     context=CursorContext(format=fmt.name)))
+            inp = await anyio.to_thread.run_sync(gather, root, fmt, base)
+            parsed = await anyio.to_thread.run_sync(fmt.parse, inp)
         except NormalizeError as exc:
-            res.error = f"not a {fmt.name} export: {exc}"
-            log.warning("export_unreadable", path=str(root), format=fmt.name, error=str(exc))
+            res.error = f"not a {fmt.name} {fmt.unit}: {exc}"
+            log.warning("unit_unreadable", path=str(root), format=fmt.name, error=str(exc))
             return
-        info = replace(self.info(root, source, fmt.name), wing=source.wing or root.name)
+        except sqlite3.Error as exc:  # locked for longer than the busy timeout, or damaged: read again when it changes
+            res.error = f"{fmt.name} database not readable now: {exc}"
+            log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
+            return
+        # a folder format that knows no working directory files under the folder's name (a Slack export's)
+        info = replace(self.info(root, source, fmt.name), default_wing=normal_wing(root.name))
         await self.write(parsed, info, lane, res)
         st = await anyio.to_thread.run_sync(os.stat, root)
+        total = (cur.exchanges if cur and fmt.unit == "database" else 0) + len(parsed.exchanges)
         await self.state.put_cursor(Cursor(
-            str(root), source.key, st.st_ino, size, mtime, size, "", replace(parsed.context, files=n),
-            len(parsed.exchanges)))
+            str(root), source.key, st.st_ino, size, mtime, size, "", replace(parsed.context, format=fmt.name, files=n),
+            total))
 
     async def project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
         """Code and notes: a changed file is re-chunked and its old drawers replaced."""

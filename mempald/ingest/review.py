@@ -102,14 +102,14 @@ class SourceReview:
         return self.sources.source_for(base) or Source(f"{mode}:{base}", base, mode, "auto", wing or "")
 
     async def inspect(self, raw: str, mode: str, counts_only: bool) -> dict[str, Any]:
-        """What reading ``raw`` (a file, or a Slack export folder) would store; nothing is stored."""
+        """What reading ``raw`` (a file, or a folder or database unit) would store; nothing is stored."""
         path = checked_path(raw)
         if not await anyio.to_thread.run_sync(path.exists):
             raise NotFound(f"{path} does not exist")
         base = path if path.is_dir() else path.parent
         source = self.sources.source_for(path) or self.source_of(base, await self.mode_of(base, mode), None)
-        if path.is_dir() and source.export_folder(path) is None:
-            raise InvalidInput(f"{path} is a folder: inspect one file (or a Slack export folder); "
+        if path.is_dir() and source.unit_of(path) is None:
+            raise InvalidInput(f"{path} is a folder: inspect one file (or a folder read as one: a Slack export); "
                                "`mempal mine --dry-run` sums a folder")
         how = self.reading()
         try:
@@ -126,7 +126,8 @@ class SourceReview:
                                "skipped": {}, "accounted": {}, "errors": [], "plan": []}
         seen: set[str] = set()
         for f in files:
-            unit = source.export_folder(f) or f
+            found = source.unit_of(f)
+            unit = found.path if found is not None else f
             out["plan"].append([str(base), str(f)])
             out["files"] += 1
             if str(unit) in seen:
@@ -167,8 +168,8 @@ class SourceReview:
         return out
 
     async def reread_unit(self, unit: Path, source: Source, out: dict[str, Any]) -> None:
-        folder = await anyio.to_thread.run_sync(source.export_folder, unit)
-        unit = folder or unit
+        found = await anyio.to_thread.run_sync(source.unit_of, unit)
+        unit = found.path if found is not None else unit
         before: set[str] = set()
         async for page in self.store.pages(Filters(source_path=(str(unit),))):
             before.update(p.id for p in page)

@@ -125,10 +125,10 @@ class EventRouter:
             if self.sources.leads_to_waiting(path):
                 await self._root_arrived()
             return
-        folder = await anyio.to_thread.run_sync(source.export_folder, path)
-        if folder is not None:
-            if source.wants(folder):  # (not excluded by the user)
-                self.files.put(str(folder), FRESH)
+        unit = await anyio.to_thread.run_sync(source.unit_of, path)
+        if unit is not None:
+            if source.wants(unit.path):  # (not excluded by the user)
+                self.files.put(str(unit.path), FRESH)
             return
         if await anyio.to_thread.run_sync(path.is_dir):
             # A folder appeared or moved in: scan it (its files may not have sent events).
@@ -143,7 +143,7 @@ class EventRouter:
         if source.mode == "projects" and not await anyio.to_thread.run_sync(
                 self.scanner.project_allows, source, path):
             return
-        if source.wants(path):  # not in an export folder (checked above): the file is its own unit
+        if source.wants(path):  # not in a folder or database unit (checked above): its own unit
             why = await anyio.to_thread.run_sync(self.scanner.link_refusal, source, path)
             if why is not None:  # a link out of every watched folder: refused as the scan refuses it
                 self.scanner.refuse(source, path, *why)

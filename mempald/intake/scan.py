@@ -19,10 +19,11 @@ from mempald import logs
 from mempald.config import SettingsRef
 from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FileQueue
+from mempald.normalize.registry import database_for
 from mempald.sources.catalog import SourceSet
 from mempald.sources.ignore import RepoFilter
 from mempald.sources.reader import TOO_LARGE, link_refusal, refusal
-from mempald.sources.roots import Source, folder_signature
+from mempald.sources.roots import Source, unit_signature
 from mempald.state.db import State
 
 log = logs.get("scan")
@@ -116,13 +117,16 @@ class Scanner:
                 except OSError:
                     continue
                 cur = cursors.get(str(path))
-                why = (refusal(st, cap) if not stat.S_ISDIR(st.st_mode) else None) or self.link_refusal(source, path)
+                # a folder unit, or a database (read by rows, not whole: no size cap)
+                unit = source.unit_of(path) if stat.S_ISDIR(st.st_mode) or database_for(path.name) else None
+                why = (None if stat.S_ISDIR(st.st_mode) else refusal(st, None if unit else cap)) or self.link_refusal(
+                    source, path)
                 if why is not None:
                     self._refuse(source, path, *why, into=refused)
-                elif stat.S_ISDIR(st.st_mode):  # a Slack export (the only folder unit): changed when any file is
-                    n, size, mtime = folder_signature(path)
-                    if size > cap:  # read whole: the cap is on the export's JSON files together
-                        self._refuse(source, path, TOO_LARGE, f"an export of {size:,} bytes, over "
+                elif unit is not None:  # changed when any of its files is
+                    n, size, mtime = unit_signature(unit)
+                    if size > cap and unit.fmt.unit == "folder":  # read whole: the cap is on its files together
+                        self._refuse(source, path, TOO_LARGE, f"a folder unit of {size:,} bytes, over "
                                      f"ingest.max_file_bytes ({cap:,})", into=refused)
                         continue
                     if cur is None or not cur.same_folder(n, size, mtime):

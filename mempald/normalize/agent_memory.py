@@ -134,12 +134,11 @@ def beside(path: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
 
 PLACES = (
     Place("Claude Code", linux=("~/.claude",), macos=("~/.claude",), windows=("%USERPROFILE%\\.claude",),
-          globs=("CLAUDE.md", "projects/*/memory/*.md"), setting="claude_memory"),
+          globs=("/CLAUDE.md", "/projects/*/memory/*.md")),
     Place("Codex", linux=("~/.codex",), macos=("~/.codex",), windows=("%USERPROFILE%\\.codex",),
-          globs=("AGENTS.md", "AGENTS.override.md", "memories/*.md", "memories/rollout_summaries/*.md"),
-          setting="codex_memory"),
+          globs=("/AGENTS.md", "/AGENTS.override.md", "/memories/*.md", "/memories/rollout_summaries/*.md")),
 )
 
-FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(), names=NAMES, places=PLACES, beside=beside,
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".md",), names=NAMES, places=PLACES, beside=beside,
                 room=ROOM, summary="the agents' own memories: Claude Code's auto-memory and CLAUDE.md, AGENTS.md, "
                 "Codex's memories (room agent-memory)")

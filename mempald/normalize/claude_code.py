@@ -9,17 +9,15 @@ folded in, and meta, progress, hook, snapshot and injected lines skipped with a 
 - Sub-agent work is kept as exchanges of kind ``subagent``: never as the user's prompt (user empty; the task
   the assistant gave it opens the text), agent ``claude/subagent[:<agentId>]``, ``parent`` the key of the
   exchange whose ``Task``/``Agent`` call started it. Inline sidechains of 1.0.x files are matched to their
-  call by the prompt; a sub-agent file (``agent-*.jsonl``, beside the session or in ``<session>/subagents/``)
-  gets its parent from the cursor context (the ingest finds it in the session file). ``Warmup`` sidechains
-  and the compaction agent (``agent-acompact-*``) are skipped: they hold nothing anyone typed or asked.
+  call by the prompt; a sub-agent file gets its parent from the cursor context (``claude_code_beside``).
+  ``Warmup`` sidechains and ``agent-acompact-*`` are skipped: they hold nothing anyone typed or asked.
 - A background task's notification (``origin.kind`` ``task-notification``, text ``<task-notification>``) is
   not the user's words: folded into the exchange in progress as one ``[task notification] <summary>`` line (its
   answer stays in that exchange), skipped when no exchange is open.
 - A ``/btw`` side question (``agent-aside_question-*.jsonl``) replays the parent's history before the question:
   that copy is skipped (it is stored from the session file); the user's question, out of the system-reminder
   Claude Code wraps it in, is the prompt of one exchange (agent ``claude/side-question``) with its answer.
-- The session's title comes from ``custom-title`` > ``ai-title`` > ``summary`` > ``last-prompt`` records; its
-  project (the wing) is its first working directory, whatever folders it moves into later.
+- The title: ``custom-title`` > ``ai-title`` > ``summary`` > ``last-prompt``; the wing: the first cwd.
 """
 
 from __future__ import annotations
@@ -31,10 +29,11 @@ from typing import Any
 
 from mempald.normalize import claude_code_text as text_of
 from mempald.normalize import quotes
+from mempald.normalize.claude_code_beside import beside
 from mempald.normalize.claude_code_text import text_blocks
 from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
-from mempald.normalize.format import Format, Input, Parsed, Probe, loads
+from mempald.normalize.format import Format, Input, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, Line, strip_injected
 
@@ -391,8 +390,7 @@ def parse(inp: Input) -> Parsed:
     return reader.finish()
 
 
-def parse_lines(lines: Sequence[Line], *, first_position: int = 0) -> list[Exchange]:
-    """The exchanges of ``lines`` (``parse`` with a fresh context)."""
+def parse_lines(lines: Sequence[Line], *, first_position: int = 0) -> list[Exchange]:  # (a fresh context)
     return parse(Input(lines=lines, context=CursorContext(format=SOURCE_KIND, position=first_position))).exchanges
 
 
@@ -416,5 +414,7 @@ def detect(probe: Probe) -> bool:
     return first.startswith("{") and '"parentUuid"' in first and ('"sessionId"' in first or '"isSidechain"' in first)
 
 
-FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), archive=True,
-                summary="Claude Code session transcripts (~/.claude/projects)")
+_HOME = ("~/.claude/projects",)
+FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), agent="claude", beside=beside,
+                archive=True, places=(Place("Claude Code", linux=_HOME, macos=_HOME, windows=_HOME, globs=(
+                    "**/*.jsonl",), setting="claude_projects"),), summary="Claude Code session transcripts")

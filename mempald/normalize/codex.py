@@ -38,7 +38,7 @@ from typing import Any
 from mempald.normalize import codex_tools as tools
 from mempald.normalize.codex_turns import AGENT, SOURCE_KIND, Reader, is_injected
 from mempald.normalize.common import one_line as _one_line
-from mempald.normalize.format import Format, Input, Parsed, Probe
+from mempald.normalize.format import Format, Input, Parsed, Place, Probe
 from mempald.normalize.model import CursorContext, Exchange, Line, strip_injected
 
 __all__ = ["AGENT", "FORMAT", "SOURCE_KIND", "clean_human", "is_injected", "parse", "parse_lines", "session_meta"]
@@ -189,5 +189,8 @@ def detect(probe: Probe) -> bool:
     return first.startswith("{") and re.search(r'"type"\s*:\s*"session_meta"', first) is not None
 
 
-FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), archive=True,
-                summary="Codex CLI rollouts (~/.codex/sessions)")
+_HOME = ("~/.codex/sessions",)
+FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), agent="codex", archive=True,
+                places=(Place(
+    "Codex", linux=_HOME, macos=_HOME, windows=_HOME, globs=("**/*.jsonl",), setting="codex_sessions"),),
+    summary="Codex CLI rollouts (~/.codex/sessions)")

@@ -168,6 +168,7 @@ class Format:
     suffixes: tuple[str, ...] = ()  # file name endings this format's files have
     names: tuple[str, ...] = ()  # exact file names that are this format whatever their content
     summary: str = ""
+    agent: str = ""  # the agent its sessions are of, as hooks and drawers name it (claude, codex, ...)
     places: tuple[Place, ...] = ()  # default roots, where the agent is installed (none: only where watched)
     ids: Ids = "position"
     archive: bool = False  # its units are archived byte for byte by default (mempald.archive): an agent's own store

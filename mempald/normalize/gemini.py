@@ -38,6 +38,7 @@ from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
 from mempald.normalize.common import one_line as _one_line
 from mempald.normalize.format import Format, Input, Parsed, Probe, loads
+from mempald.normalize.gemini_beside import beside
 from mempald.normalize.gemini_log import Message, checkpoint_messages, jsonl_messages, session_messages
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, NormalizeError, strip_injected
@@ -328,5 +329,5 @@ def detect(probe: Probe) -> bool:
         re.search(r'"messages"\s*:\s*\[', text) is not None or '"startTime"' in text[:4096])
 
 
-FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"),
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".json", ".jsonl"), beside=beside,
                 summary="Gemini CLI chats and /chat save checkpoints (~/.gemini/tmp)")

@@ -39,7 +39,7 @@ def detect_file(head: bytes, name: str = "") -> Format | None:
     no known format."""
     probe = Probe(name=name, head=head)
     for fmt in FORMATS:
-        if fmt.reads == "folder" or fmt is TEXT:
+        if fmt.unit != "file" or fmt is TEXT:
             continue
         if probe.base in fmt.names or fmt.detect(probe):
             return fmt
@@ -51,7 +51,27 @@ def detect_file(head: bytes, name: str = "") -> Format | None:
 def detect_folder(entries: Iterable[str]) -> Format | None:
     """The folder format (a Slack export) of a folder with these entry names, or None."""
     probe = Probe(entries=tuple(entries))
-    return next((f for f in FORMATS if f.reads == "folder" and f.detect(probe)), None)
+    return next((f for f in FORMATS if f.unit == "folder" and f.detect(probe)), None)
+
+
+def for_agent(agent: str) -> Format | None:
+    """The format of an agent's own sessions (``claude`` -> Claude Code's transcripts), or None."""
+    return next((f for f in FORMATS if f.agent and f.agent == agent), None)
+
+
+def claims(fmt: Format, name: str) -> bool:
+    """Could a file of this name be one of ``fmt``'s (its exact names, or its suffixes)?"""
+    return name in fmt.names or (bool(fmt.suffixes) and name.lower().endswith(fmt.suffixes))
+
+
+def unit_formats() -> tuple[Format, ...]:
+    """The formats whose unit is a folder or a database (a path may belong to a unit larger than itself)."""
+    return tuple(f for f in FORMATS if f.unit != "file")
+
+
+def database_for(name: str) -> Format | None:
+    """The database format that claims a file of this name (an editor's store), or None."""
+    return next((f for f in FORMATS if f.unit == "database" and claims(f, name)), None)
 
 
 def wanted(name: str) -> bool:

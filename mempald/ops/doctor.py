@@ -168,6 +168,18 @@ def check_archive(settings: Settings) -> Check:
                  f"whole; {st['bytes_on_disk'] / 1e6:.1f} MB on disk")
 
 
+def check_agents(settings: Settings) -> Check:
+    """Each agent's own folder on this machine (the formats' declared places): found and watched, or not."""
+    from mempald.sources.places import default_roots
+
+    parts = []
+    for f in default_roots(settings):
+        state = "found, watched" if f.root.is_dir() else "not found (watched once it appears)"
+        parts.append(f"{f.place.agent}: {f.root} ({state})")
+    skipped = ", ".join(settings.sources.skip)
+    return Check("agents", True, "; ".join(parts) + (f"; not watched (sources.skip): {skipped}" if skipped else ""))
+
+
 def run_checks() -> list[Check]:
     out, settings, running = run_client_checks()
     if not running:
@@ -180,4 +192,5 @@ def run_checks() -> list[Check]:
         out.append(check_store(settings, running))
         out.append(check_archive(settings))
         out.append(check_inotify(settings))
+        out.append(check_agents(settings))
     return out

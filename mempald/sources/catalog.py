@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mempald.config import Settings
 from mempald.sources.exclude import ExcludeFilter
+from mempald.sources.places import Found, default_roots
 from mempald.sources.roots import Source, resolve_sources, waiting_roots
 
 
@@ -16,11 +17,13 @@ class SourceSet:
         self.exclude = exclude  # every source asks it what the user excluded
         self.current: tuple[Source, ...] = self._resolve(settings)
         self.waiting: tuple[Path, ...] = tuple(waiting_roots(settings))  # default roots not created yet
+        self.found: tuple[Found, ...] = tuple(default_roots(settings))  # every agent's default root, found or not
 
     def apply(self, settings: Settings) -> None:
         """Watch what ``settings`` name from now on."""
         self.current = self._resolve(settings)
         self.waiting = tuple(waiting_roots(settings))
+        self.found = tuple(default_roots(settings))
 
     def leads_to_waiting(self, path: Path) -> bool:
         """Is ``path`` a default root not created until now, or a folder on the way to one?"""
@@ -42,9 +45,10 @@ class SourceSet:
         return next((s for s in self.current if s.key == key), None)
 
     def source_for(self, path: Path) -> Source | None:
-        """The innermost watched source that owns ``path``."""
-        best: Source | None = None
-        for s in self.current:
-            if s.owns(path) and (best is None or len(str(s.root)) > len(str(best.root))):
-                best = s
-        return best
+        """The innermost watched source that owns ``path``; when sources nest, the innermost that reads it."""
+        owners = sorted((s for s in self.current if s.owns(path)), key=lambda s: -len(str(s.root)))
+        # (issue 45, a narrow workaround until the intake decides nested places itself: the agents' memories'
+        # ~/.claude holds Claude Code's ~/.claude/projects, whose source does not read projects/*/memory/*.md)
+        if len(owners) > 1:
+            return next((s for s in owners if s.wants(path)), owners[0])
+        return owners[0] if owners else None

@@ -25,6 +25,7 @@ import pytest
 from mempald.config import parse_settings
 from mempald.embed.embedder import Embedder
 from mempald.ingest.queues import BACKFILL
+from mempald.ingest.units import gather
 from mempald.normalize import registry
 from mempald.normalize.format import Input
 from mempald.normalize.model import CursorContext
@@ -150,9 +151,8 @@ async def _count_by_content(daemon: Daemon, under: Path) -> dict[str, int]:
 async def test_every_record_is_accounted_for_once(fmt: str, rel: str, tmp_path: Path) -> None:
     unit = _place(fmt, rel, tmp_path)
     found = registry.by_name(fmt)
-    if found.reads == "folder":
-        files = {str(p.relative_to(unit.path)): p.read_bytes() for p in unit.path.rglob("*") if p.is_file()}
-        parsed = found.parse(Input(name=str(unit.path), files=files, context=CursorContext(format=fmt)))
+    if found.unit != "file":  # a folder or a database: read through its declared gather, as the intake reads it
+        parsed = found.parse(gather(unit.path, found, CursorContext(format=fmt)))
     elif found.reads == "lines":
         lines = lines_in(unit.path.read_bytes())
         parsed = found.parse(Input(name=str(unit.path), lines=lines, context=CursorContext(format=fmt)))
@@ -237,7 +237,7 @@ async def test_ids_are_stable_grown_units_add_only_and_rewrites_never_duplicate(
             "a grown document ends with the drawers of reading it whole"
         assert max((await _count_by_content(daemon, grown)).values()) == 1
     else:
-        # folder units: written again whole, nothing duplicated
+        # folder and database units: written again whole, nothing duplicated
         target = _place(fmt, rel, grown)
         await _ingest(daemon, target.path)
         once = await _drawers(daemon, grown)

@@ -276,3 +276,32 @@ def test_hooks_fail_open_beside_packages_named_client_and_hooks(tmp_path: Path) 
     out = subprocess.run([sys.executable, "-m", "mempal.hook", "prompt"], input=b'{"prompt": "hello there"}',
                          capture_output=True, env=env, cwd=tmp_path, timeout=60)
     assert out.returncode == 0 and out.stdout == b"" and out.stderr == b""
+
+
+# The cowork inbox is a feature between two named agents (Claude Code and Codex peek at each other's live session):
+# it reads their transcripts by name on purpose. Nothing else outside the normalizers may name a format.
+NAMES_A_FORMAT_ON_PURPOSE = {"mempald/features/cowork.py"}
+
+
+def test_no_format_is_named_outside_the_normalizers_and_the_registry() -> None:
+    """The intake asks a format what it reads (``mempald.normalize.format``): a format's name as a string, or an
+    import of a format's own module, anywhere else is a special case by name. (The fallback ``text`` format is
+    not looked for: ``"text"`` is also the drawer's field.)"""
+    from mempald.normalize import registry
+
+    names = {f.name for f in registry.FORMATS if f is not registry.TEXT}
+    modules = {f.parse.__module__ for f in registry.FORMATS}
+    found: list[str] = []
+    for path in sorted((REPO / "mempald").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith("mempald/normalize/") or rel in NAMES_A_FORMAT_ON_PURPOSE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f"{rel}:{node.lineno} names {node.value!r}")
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported = {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+                found += [f"{rel}:{node.lineno} imports {m}" for m in sorted(imported & modules)]
+            elif isinstance(node, ast.Import):
+                found += [f"{rel}:{node.lineno} imports {a.name}" for a in node.names if a.name in modules]
+    assert not found, "\n".join(found)

@@ -90,6 +90,13 @@ def status(st: dict[str, Any]) -> str:
     rooms = st.get("rooms") or {}
     if rooms:
         lines.append("  rooms: " + ", ".join(f"{k} ({v})" for k, v in sorted(rooms.items(), key=lambda t: -t[1])))
+    agents = st.get("agents") or []
+    if agents:
+        lines.append("  agents:")
+        for a in agents:
+            where = "watched" if a.get("watched") else ("found, not watched" if a.get("found") else "not found")
+            counts = f" - {a.get('files')} files, {a.get('exchanges')} exchanges" if a.get("watched") else ""
+            lines.append(f"    {a.get('agent')}: {a.get('path')} ({where}){counts}")
     lines.append("  sources:")
     for s in st.get("sources", []):
         state = "" if s.get("exists", True) else "  (missing)"

@@ -23,7 +23,8 @@ METHODS: tuple[Method, ...] = (
            (Param("identify", "bool", "also answer pid, uid, user and data_dir (clients check they reached "
                   "their own daemon)"),)),
     Method("status", "What the daemon holds and how far behind it is: drawers by wing and room, sources and their "
-           "backlog, the index state.", cli=("status",), mcp="status",
+           "backlog, each agent's own folder (found or not, watched or not), the index state.", cli=("status",),
+           mcp="status",
            help="Call it first to learn the wing and room names, and to check the daemon is healthy."),
     Method(
         "search", "Hybrid (keyword + semantic) search over every memory; every hit cites its drawer and source.",

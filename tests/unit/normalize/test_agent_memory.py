@@ -9,10 +9,14 @@ import shutil
 from pathlib import Path, PurePath
 from typing import Any
 
+import pytest
+
+from mempald.config import parse_settings
 from mempald.ingest.drawers import SourceInfo, build_drawers
 from mempald.normalize import agent_memory, registry
 from mempald.normalize.format import Input
 from mempald.normalize.model import CursorContext, Line
+from mempald.sources.catalog import SourceSet
 from tests.conftest import REPO
 
 SAMPLES = REPO / "tests" / "fixtures" / "agent_memory"
@@ -109,6 +113,23 @@ def test_the_format_declares_where_the_agents_keep_their_memories() -> None:
     fmt = agent_memory.FORMAT
     assert fmt.reads == "document" and fmt.unit == "file" and fmt.change == "rewritten" and not fmt.archive
     globs = {g for p in fmt.places for g in p.globs}
-    assert {"CLAUDE.md", "projects/*/memory/*.md", "AGENTS.md", "memories/*.md"} <= globs
+    assert {"/CLAUDE.md", "/projects/*/memory/*.md", "/AGENTS.md", "/memories/*.md"} <= globs
     assert {p.agent for p in fmt.places} == {"Claude Code", "Codex"}
     assert all(p.linux and p.macos and p.windows for p in fmt.places)
+
+
+def test_nested_places_send_each_file_to_the_source_that_reads_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """~/.claude (the agents' memories) holds ~/.claude/projects (Claude Code's sessions): a memory file under a
+    project goes to the memory source, a transcript beside it to Claude Code's."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shutil.copytree(SAMPLES / ".claude", tmp_path / ".claude")
+    sources = SourceSet(parse_settings({}, env={}))
+    project = (tmp_path / ".claude" / "projects" / "-home-u-heronry").resolve()
+    memory = sources.source_for(project / "memory" / "MEMORY.md")
+    transcript = sources.source_for(project / "e4500000-0000-4000-8000-000000000001.jsonl")
+    user_md = sources.source_for((tmp_path / ".claude" / "CLAUDE.md").resolve())
+    assert memory is not None and memory.fmt == "agent_memory" and memory.wants(project / "memory" / "MEMORY.md")
+    assert transcript is not None and transcript.fmt == "claude_code"
+    assert user_md is memory or (user_md is not None and user_md.fmt == "agent_memory")
+    assert not memory.wants((tmp_path / ".claude" / "settings.md").resolve())  # only what its globs name

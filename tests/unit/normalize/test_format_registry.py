@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mempald.normalize import registry
 from mempald.normalize.format import Input, Parsed
 from mempald.normalize.model import CursorContext, Line, NormalizeError
-from mempald.sources.roots import Source, is_slack_export
+from mempald.sources.roots import Source
 from mempald.state.db import Cursor, State
 
 EXPECTED = {
@@ -57,7 +57,8 @@ def test_the_registry_decides_every_real_file(formats_dir: Path) -> None:
             assert cut is not None and cut.name == name, rel
     assert registry.detect_folder(p.name for p in (formats_dir / "slack" / "slackdump_export_2025").iterdir()) \
         == registry.by_name("slack")
-    assert is_slack_export(formats_dir / "slack" / "official_export_2016_houstondatavis")
+    official = formats_dir / "slack" / "official_export_2016_houstondatavis"
+    assert registry.detect_folder(p.name for p in official.iterdir()) == registry.by_name("slack")
 
 
 def test_gemini_jsonl_chat_is_detected_by_its_header() -> None:

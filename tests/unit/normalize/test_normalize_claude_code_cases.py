@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from mempald.ingest.drawers import SourceInfo, build_drawers
-from mempald.ingest.units import subagent_context
 from mempald.normalize import claude_code
+from mempald.normalize.claude_code_beside import subagent_context
 from mempald.normalize.format import Input
 from mempald.normalize.model import CursorContext, Exchange, Line
+from mempald.sources.look import LOOK
 from tests.conftest import lines_of
 
 P = "claude_code/real2/projects"
@@ -89,7 +90,7 @@ def test_subagent_files_are_linked_to_the_exchange_that_started_them(formats_dir
                                  (f"{THANOS}/d4983b3a-ddde-4a22-9bff-98a04c19bfe7.jsonl",
                                   f"{THANOS}/agent-a58cb7d.jsonl", "claude-code-guide")):
         parent_ex, _ = parse(formats_dir / session)
-        ctx = subagent_context(formats_dir / agent, CursorContext(format="claude_code"))
+        ctx = subagent_context(formats_dir / agent, CursorContext(format="claude_code"), LOOK)
         assert ctx.agent_type == kind
         call = next(e for e in parent_ex if e.key == ctx.parent)
         assert any(t in ("Task", "Agent") for t in call.tools)
