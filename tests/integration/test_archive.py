@@ -182,3 +182,22 @@ def test_a_backup_holds_the_archive_and_restore_brings_it_back(daemon: Daemon, h
     finally:
         back.stop()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.mark.timeout(300)
+def test_a_deleted_codex_rollout_is_restored_for_resume(daemon: Daemon, home: Path, formats_dir: Path) -> None:
+    """A real Codex rollout (from ../shared/fixtures/formats): archived as Codex's folder is read, deleted,
+    restored by its session id where Codex keeps it (its day folder), byte for byte."""
+    name = "rollout-2026-07-03T15-12-18-019f26d2-378f-7123-aaab-925df3e2bf7b.jsonl"
+    rollout = home / ".codex" / "sessions" / "2026" / "07" / "03" / name
+    rollout.parent.mkdir(parents=True)
+    original = (formats_dir / "codex" / "real2" / name).read_bytes()
+    rollout.write_bytes(original)
+    daemon.start(extra_env=ENV)
+    daemon.wait_for(lambda: archived_all(daemon, rollout), timeout=120)
+    status = mempal(daemon, "archive", "status")
+    assert status.returncode == 0 and "1 sessions, 1 files" in status.stdout and "x smaller" in status.stdout
+    rollout.unlink()
+    daemon.wait_for(lambda: daemon.call("archive_list", {"deleted_upstream": True})["count"] == 1, timeout=30)
+    done = mempal(daemon, "restore-session", "019f26d2-378f-7123-aaab-925df3e2bf7b")
+    assert done.returncode == 0 and rollout.read_bytes() == original, done.stderr

@@ -8,6 +8,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,9 @@ from mempald.archive.chunks import ArchiveDamaged, read_chunk
 from mempald.archive.keeper import MERGE_AT, Archive
 from mempald.config import ArchiveSettings, Settings, SettingsRef, StoreSettings
 from mempald.errors import InvalidInput, NotFound
+from mempald.normalize import registry
+from mempald.normalize.model import CursorContext
+from mempald.sources.roots import Source
 
 SID = "a1450000-0000-4000-8000-000000000001"
 
@@ -206,3 +210,20 @@ def test_list_names_sessions_whose_transcript_was_deleted(tmp_path: Path, store:
     assert [s["session"] for s in gone] == [SID]
     st = views.status(a)
     assert st["sessions"] == 2 and st["bytes"] == len(line(1)) + len(line(2)) and st["bytes_on_disk"] > 0
+
+
+def test_archiving_is_declared_by_the_format_and_configurable_per_source(tmp_path: Path) -> None:
+    claude, text = registry.by_name("claude_code"), registry.TEXT
+    agents = Source("claude_code:/h/.claude/projects", Path("/h/.claude/projects"), "convos", "claude_code")
+    notes = Source("convos:/h/notes", Path("/h/notes"), "convos", "auto")
+    ctx = CursorContext(session_id=SID, cwd="/home/u/proj")
+
+    def wanted(**archive: Any) -> tuple[bool, bool]:
+        a = Archive(tmp_path / "a", SettingsRef(Settings(archive=ArchiveSettings(**archive))))
+        return a.wanted(agents, claude, ctx), a.wanted(notes, text, ctx)
+
+    assert claude.archive and not text.archive
+    assert wanted() == (True, False)  # on by default for the agents' own transcripts only
+    assert wanted(off=("claude_code:/h/.claude/projects",)) == (False, False)  # by source key
+    assert wanted(off=("/h/.claude/projects",), on=("/h/notes",)) == (False, True)  # by root folder
+    assert wanted(enabled=False, on=("/h/notes",)) == (False, False)  # all off
