@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,15 +77,17 @@ class Archive:
         self.paused = ""  # why archiving stopped ("" while it goes on)
         self.skipped = 0  # reads whose new bytes were not archived for want of space
         self._index: Index | None = None
+        self._opening = threading.Lock()  # (two ingest loops may ask for the index first at once)
         # (path, session) -> True when the user forgot it: never archived again (set by the composition root)
         self.forgotten: Callable[[str, str], bool] = lambda path, session: False
 
     @property
     def index(self) -> Index:
-        if self._index is None:
-            ensure_dir(self.folder)
-            self._index = Index(self.folder / "index.sqlite3")
-        return self._index
+        with self._opening:
+            if self._index is None:
+                ensure_dir(self.folder)
+                self._index = Index(self.folder / "index.sqlite3")
+            return self._index
 
     def exists(self) -> bool:
         return (self.folder / "index.sqlite3").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from typing import Any
 
@@ -193,7 +194,10 @@ class StatusReport:
         """The transcript archive's figures (mempald.archive): its size counts with the disk's."""
         if self.ingestor.archive is None:
             return {}
-        return await anyio.to_thread.run_sync(archive_views.status, self.ingestor.archive)
+        try:
+            return await anyio.to_thread.run_sync(archive_views.status, self.ingestor.archive)
+        except (OSError, sqlite3.Error) as exc:  # a damaged index: said, never a failed status (doctor names it)
+            return {"error": f"the transcript archive cannot be read: {exc} (run `mempald doctor`)"}
 
     def _health_warnings(self) -> list[str]:
         """A full disk (ingest paused), damaged store files, damaged text in the state database, keyword vectors

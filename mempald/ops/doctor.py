@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 from pathlib import Path
 
 from mempal.cli.doctor import Check, run_client_checks
@@ -157,6 +158,9 @@ def check_archive(settings: Settings) -> Check:
     try:
         bad = views.damaged(archive)
         st = views.status(archive)
+    except sqlite3.Error as exc:
+        return Check("transcript archive", False, f"{archive.folder / 'index.sqlite3'} is damaged: {exc}",
+                     "move the archive folder aside (its chunks stay readable) and restore it from a backup")
     finally:
         archive.close()
     if bad:

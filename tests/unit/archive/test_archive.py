@@ -227,3 +227,15 @@ def test_archiving_is_declared_by_the_format_and_configurable_per_source(tmp_pat
     assert wanted(off=("claude_code:/h/.claude/projects",)) == (False, False)  # by source key
     assert wanted(off=("/h/.claude/projects",), on=("/h/notes",)) == (False, True)  # by root folder
     assert wanted(enabled=False, on=("/h/notes",)) == (False, False)  # all off
+
+
+@pytest.mark.anyio
+async def test_a_damaged_index_never_stops_the_ingest(tmp_path: Path, store: tuple[Path, Path]) -> None:
+    root, path = store
+    a = make(tmp_path)
+    a.folder.mkdir(parents=True)
+    (a.folder / "index.sqlite3").write_bytes(b"not a database at all, " * 100)
+    path.write_bytes(line(1))
+    source = Source("claude_code:x", root, "convos", "claude_code")
+    await a.keep(path, source, registry.by_name("claude_code"), CursorContext(session_id=SID))  # logged, not raised
+    assert path.read_bytes() == line(1)
