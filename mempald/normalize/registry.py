@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from mempald.normalize import agent_memory, aider, chatgpt, claude_ai, claude_code, codex, gemini, plaintext, slack
 from mempald.normalize.format import Format, Probe
 
-# Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts.
+# Detection order: names and headers first, then JSON documents by their marker keys, then JSONL rollouts; the
+# agents' memories (Markdown, by their names and front matter) just before plain text, their places listed last.
 FORMATS: tuple[Format, ...] = (
-    agent_memory.FORMAT, aider.FORMAT, gemini.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
-    claude_code.FORMAT, slack.FORMAT, plaintext.FORMAT,
+    aider.FORMAT, gemini.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT, claude_code.FORMAT, slack.FORMAT,
+    agent_memory.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT
 _BY_NAME = {f.name: f for f in FORMATS}

@@ -34,8 +34,8 @@ EXPECTED = {
 
 
 def test_every_format_has_one_parse_signature() -> None:
-    assert [f.name for f in registry.FORMATS] == ["agent_memory", "aider", "gemini", "chatgpt", "claude_ai", "codex",
-                                                  "claude_code", "slack", "text"]
+    assert [f.name for f in registry.FORMATS] == ["aider", "gemini", "chatgpt", "claude_ai", "codex", "claude_code",
+                                                  "slack", "agent_memory", "text"]
     for fmt in registry.FORMATS:
         sig = inspect.signature(fmt.parse)
         assert list(sig.parameters) == ["inp"], fmt.name
