@@ -175,6 +175,18 @@ class SyncSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveSettings:
+    """The byte-exact transcript archive (mempald.archive): on for formats that declare it (Claude Code, Codex);
+    ``on`` / ``off``: source keys or root folders archived though their format is not / not archived though it is.
+    Archiving stops (ingest goes on) when free space falls under store.min_free_mb + ``reserve_mb``."""
+
+    enabled: bool = True
+    on: tuple[str, ...] = ()
+    off: tuple[str, ...] = ()
+    reserve_mb: int = 256
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -186,6 +198,7 @@ class Settings:
     wakeup: WakeupSettings = field(default_factory=WakeupSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
+    archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     people: tuple[tuple[str, str], ...] = ()
     origins: tuple[tuple[str, str], ...] = ()  # "section.key" -> "default" | "file" | "env:NAME"
 
@@ -211,6 +224,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "wakeup": WakeupSettings,
     "mcp": McpSettings,
     "sync": SyncSettings,
+    "archive": ArchiveSettings,
 }
 _CHOICES = {
     "hooks.stop_mode": ("silent", "ask"),

@@ -1165,3 +1165,45 @@ class ClientMethods(ClientBase):
         read here.
         """
         return self._invoke("machines", {})
+
+    def archive_status(self) -> dict[str, Any]:
+        """The transcript archive: sessions and files kept byte for byte, their bytes and the bytes on disk (the
+        compression ratio), and whether archiving is paused (a disk almost full).
+        """
+        return self._invoke("archive_status", {})
+
+    def archive_list(
+            self,
+            *,
+            wing: str | None = None,
+            deleted_upstream: bool | None = None,
+            limit: int | None = None,
+    ) -> dict[str, Any]:
+        """The archived sessions, newest first, with their files; --deleted-upstream: only those whose transcript the
+        agent has deleted (mempal restore-session brings them back).
+
+        wing: only this wing (project)
+        deleted_upstream: only sessions whose original files are all gone
+        limit: at most this many sessions
+        """
+        return self._invoke("archive_list", {"wing": wing, "deleted_upstream": deleted_upstream, "limit": limit})
+
+    def restore_session(
+            self,
+            id: str,
+            *,
+            to: str | None = None,
+            dry_run: bool | None = None,
+            force: bool | None = None,
+    ) -> dict[str, Any]:
+        """Write an archived session's files (sub-agent files included) back where the agent expects them, byte for
+        byte (sha256 checked), so `claude --resume ID` or Codex's resume finds it again. An existing file with other
+        bytes is never replaced without --force.
+
+        id: the session id (or a transcript's file name without .jsonl)
+        to: write the files below this folder instead (their paths kept relative to the agent's folder, e.g.
+            ~/.claude/projects)
+        dry_run: only say what would be written
+        force: replace existing files whose bytes differ
+        """
+        return self._invoke("restore_session", {"id": id, "to": to, "dry_run": dry_run, "force": force})

@@ -12,7 +12,8 @@ the same drawer ids (replays overwrite: nothing is duplicated, nothing lost). Dr
 dense vector get it when the restored daemon starts (it queues every drawer without one).
 
 The backup folder: ``store/`` (``CURRENT``, the shard, ``mempal-meta.json``), ``state.sqlite3``, ``config/``
-(config.toml, the identity file, the taxonomy, where they exist) and ``MANIFEST.json``, written last, with
+(config.toml, the identity file, the taxonomy, where they exist), ``archive/`` (the transcript archive, copied with
+its index: ``mempald.archive.copy``) and ``MANIFEST.json``, written last, with
 every file's size and SHA-256 (a folder without it is an interrupted backup; ``restore`` refuses it).
 """
 
@@ -33,6 +34,8 @@ from typing import Any
 import anyio.to_thread
 
 from mempald import __version__
+from mempald.archive import copy as archive_copy
+from mempald.archive.keeper import Archive
 from mempald.config import Settings, SettingsRef, config_path, data_dir
 from mempald.errors import InvalidInput, LimitExceeded
 from mempald.features.export import check_target, owner_dir
@@ -93,7 +96,9 @@ def _empty_target(target: Path) -> None:
 class Backup:
     """The daemon's half: ``backup`` while it runs."""
 
-    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, backend: Store) -> None:
+    def __init__(self, settings: SettingsRef, store: StoreGateway, state: State, backend: Store,
+                 archive: Archive | None = None) -> None:
+        self.archive = archive  # the transcript archive (mempald.archive): copied into the backup's archive/
         self.settings = settings
         self.store = store
         self.state = state
@@ -107,7 +112,8 @@ class Backup:
         await anyio.to_thread.run_sync(_empty_target, target)
         state_files = (self.state.path, self.state.path.with_name(STATE_FILE + "-wal"))  # (their sizes: no query)
         needed = await anyio.to_thread.run_sync(lambda: _size(store_path / current_shard(store_path)) + sum(
-            _size(p) for p in (*state_files, *config_files(settings))))
+            _size(p) for p in (*state_files, *config_files(settings))) + (
+                archive_copy.stored_bytes(self.archive) if self.archive is not None else 0))
         await anyio.to_thread.run_sync(check_room, target, needed, "backup")
         await anyio.to_thread.run_sync(owner_dir, target)
         t0 = time.monotonic()
@@ -115,6 +121,8 @@ class Backup:
             figures = await self.store.exclusive(lambda: self._snapshot(snapshots, store_path, target))
             held = time.monotonic() - t0
             copied = await anyio.to_thread.run_sync(self._config, settings, target)
+            archived = ({"files": 0, "bytes": 0} if self.archive is None else
+                        await anyio.to_thread.run_sync(archive_copy.copy_to, self.archive, target))
             manifest = await anyio.to_thread.run_sync(
                 _write_manifest, target, {**figures, "config": copied, "created_at": datetime.now(UTC).isoformat(),
                                           "mempald": __version__, "backup": BACKUP_VERSION})
@@ -124,7 +132,8 @@ class Backup:
             raise
         return {"path": str(target), "drawers": figures["drawers"], "shard": figures["shard"],
                 "files": len(manifest["files"]), "bytes": sum(f["size"] for f in manifest["files"].values()),
-                "config": copied, "store_held_s": round(held, 2), "seconds": round(time.monotonic() - t0, 2)}
+                "config": copied, "archive": archived, "store_held_s": round(held, 2),
+                "seconds": round(time.monotonic() - t0, 2)}
 
     def _snapshot(self, snapshots: Snapshots, store_path: Path, target: Path) -> dict[str, Any]:
         """On the store's worker thread, nothing else in between: the state, then the store (module docstring)."""

@@ -144,6 +144,10 @@ class Entry:
     ts: float
 
 
+ARCHIVE_NOTE = ("not included: an export holds the drawers; the byte-exact transcript archive is in a backup "
+                "(mempal backup)")
+
+
 class Exporter:
     def __init__(self, store: StoreGateway, rules: Rules | None = None) -> None:
         self.store = store
@@ -161,7 +165,7 @@ class Exporter:
         else:
             result = await self._markdown(target, flt)
         return {"format": fmt, "path": str(target), **result, "filters": what,
-                "seconds": round(time.monotonic() - t0, 2)}
+                "seconds": round(time.monotonic() - t0, 2), "archive": ARCHIVE_NOTE}
 
     async def _jsonl(self, target: Path, flt: Filters, what: Mapping[str, Any]) -> dict[str, Any]:
         meta = await self.store.get_meta()

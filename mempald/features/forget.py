@@ -10,6 +10,7 @@ start (the same drawer ids); drawers whose transcript is gone cannot be read aga
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections import Counter
@@ -20,6 +21,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from mempald.archive import views as archive_views
+from mempald.archive.keeper import Archive
 from mempald.embed.sparse import Bm25Encoder
 from mempald.errors import InvalidInput
 from mempald.ingest.drawers import CONTEXT_CHARS, index_text
@@ -99,6 +102,17 @@ async def on_disk(paths: Iterable[str]) -> set[str]:
 class Matched:
     id: str
     payload: Mapping[str, Any]
+
+
+async def drop_archived(archive: Archive | None, matched: Sequence[Matched]) -> dict[str, int]:
+    """Forget means forget: the archived transcripts (every version) of the sessions and files forgotten are
+    removed, and not archived again while the forget stands (``mempald.archive``)."""
+    if archive is None:
+        return {"files": 0, "bytes": 0}
+    paths = {str(m.payload.get("source_path") or "") for m in matched if from_file(m.payload)}
+    sessions = {str(m.payload.get("session_id") or "") for m in matched if from_file(m.payload)}
+    return await anyio.to_thread.run_sync(functools.partial(
+        archive_views.remove, archive, paths=paths - {""}, sessions=sessions - {""}))
 
 
 class Forgetter:
@@ -188,9 +202,12 @@ class Forgetter:
         await self.mirror_rules()
         mended = await self._mend_contexts({(str(m.payload.get("session_id") or ""),
                                              str(m.payload.get("source_path") or "")) for m in matched})
+        archived = await drop_archived(self.ingestor.archive, matched)
         target = " ".join(f"{k}={v}" for k, v in what.items())
-        await self.state.audit(actor, "forget", target, reason, drawers=len(ids), rules=len(rules), **dict(what))
-        return {"forgotten": len(ids), "rules": len(rules), "contexts_mended": mended}
+        await self.state.audit(actor, "forget", target, reason, drawers=len(ids), rules=len(rules),
+                               archive_files_removed=archived["files"], archive_bytes_removed=archived["bytes"],
+                               **dict(what))
+        return {"forgotten": len(ids), "rules": len(rules), "contexts_mended": mended, "archive_removed": archived}
 
     async def _mend_contexts(self, sessions: Iterable[tuple[str, str]]) -> int:
         """A live drawer that follows a forgotten one in its session was indexed with the forgotten text as its

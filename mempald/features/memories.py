@@ -3,16 +3,18 @@ re-embedding with another model."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
 
 from mempald import logs
+from mempald.archive import views as archive_views
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.errors import InvalidInput, MempalError, NotFound, Unavailable
@@ -170,15 +172,30 @@ class Memories:
         victims: list[str] = []
         # (a store shared with other machines' daemons: this machine's drawers only, unless asked for all)
         mine = (self.machine,) if self.store.shared and not all_machines else ()
+        sessions: set[str] = set()
         async for page in self.store.pages(Filters(only_deleted=True, machine=mine)):
-            victims += [pt.id for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
+            chosen = [pt for pt in page if before is None or float(pt.payload.get("deleted_at") or 0) < before]
+            victims += [pt.id for pt in chosen]
+            sessions |= {str(pt.payload.get("session_id") or "") for pt in chosen} - {""}
+        archived = {"files": 0, "bytes": 0}
         if not dry_run and victims:
             for i in range(0, len(victims), PURGE_BATCH):
                 await self.store.delete(Filters(ids=tuple(victims[i : i + PURGE_BATCH]), include_deleted=True))
             if self.changes is not None:
                 await self.changes.removed(victims, "purge", {"at": time.time(), "by": actor})
-            await self.state.audit(actor, "purge", f"{len(victims)} drawers", "")
-        return {"purged": len(victims), "dry_run": dry_run}
+            archived = await self._purge_archived(sessions)
+            await self.state.audit(actor, "purge", f"{len(victims)} drawers", "", archive_files_removed=
+                                   archived["files"], archive_bytes_removed=archived["bytes"])
+        return {"purged": len(victims), "dry_run": dry_run, "archive_removed": archived}
+
+    async def _purge_archived(self, sessions: set[str]) -> dict[str, int]:
+        """The archived transcripts of the purged sessions of which no drawer is left (mempald.archive)."""
+        archive = self.ingestor.archive
+        empty = [s for s in sorted(sessions) if not await self.store.count(Filters(session_id=(s,),
+                                                                                   include_deleted=True))]
+        if archive is None or not empty:
+            return {"files": 0, "bytes": 0}
+        return await anyio.to_thread.run_sync(functools.partial(archive_views.remove, archive, sessions=empty))
 
     async def reindex(self) -> dict[str, Any]:
         """Re-embed every drawer with the configured model; resumable (drawers without a dense vector are found
@@ -206,3 +223,47 @@ class Memories:
                 self.dense.put(pt.id, float(pt.payload.get("ts") or 0), BACKFILL)
             n += len(page)
         return n
+
+
+BELIEFS_SHOWN = 12  # agent-memory files listed by the wake-up
+BELIEF_CHARS = 220
+BELIEF_ROOMS = tuple(sorted({f.room for f in registry.FORMATS if f.room}))  # the rooms formats fix (agent-memory)
+
+
+def note_parts(text: str) -> tuple[str, str]:
+    """A Markdown note's front matter ``description`` (or "") and its body after the front matter."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return "", text
+    end = next((i for i, ln in enumerate(lines[1:], 1) if ln.strip() == "---"), len(lines))
+    described = next((ln.split(":", 1)[1].strip().strip("'\"") for ln in lines[1:end]
+                      if ln.strip().startswith("description:")), "")
+    return described, "\n".join(lines[end + 1:])
+
+
+def belief_line(payload: Mapping[str, Any], text: str) -> str:
+    """One line about an agent's memory file: its title, then its description or its first statements."""
+    body, rest = note_parts(text)
+    if not body:  # its first statements (not its headings), as many as the line holds
+        said = [ln.strip().lstrip("-*> ").strip() for ln in rest.splitlines()
+                if ln.strip() and not ln.lstrip().startswith(("#", "<!--", "---"))]
+        body = "; ".join(x.rstrip(";") for x in said if len(x) >= 4)[: BELIEF_CHARS * 2]
+    line = f"{payload.get('title') or payload.get('kind')}: {' '.join(body.split())}"
+    return line if len(line) <= BELIEF_CHARS else line[:BELIEF_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+async def agent_beliefs(store: StoreGateway, wing: str, limit: int = BELIEFS_SHOWN) -> list[str]:
+    """What the agents already believe about ``wing`` (the rooms a format fixes: agent-memory, the agents' own
+    memory files): a line a file of this project or of the user (no project), the newest first. Read only:
+    mempald never writes those files."""
+    if not BELIEF_ROOMS:
+        return []
+    firsts: dict[str, tuple[float, Mapping[str, Any], str]] = {}
+    async for page in store.pages(Filters(room=BELIEF_ROOMS)):
+        for pt in page:
+            p = pt.payload
+            if int(p.get("chunk_index") or 0) or (p.get("wing") != wing and p.get("cwd")):
+                continue
+            firsts[str(p.get("source_path"))] = (float(p.get("ts") or 0.0), p, str(p.get("text") or ""))
+    ranked = sorted(firsts.values(), key=lambda t: (bool(t[1].get("cwd")), t[0]), reverse=True)
+    return [belief_line(p, text) for _ts, p, text in ranked[:limit]]

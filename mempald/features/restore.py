@@ -7,7 +7,8 @@ folder holds a file the manifest does not list, or any symbolic link or special 
 where none exists (one that exists is kept, the backup's written beside it as ``NAME.from-backup``); the data
 dir must hold no store and no state database; the store and the state database are copied beside their place
 and renamed into it (a crash leaves no half-restored palace under the real names); the state database must
-pass SQLite's integrity check and the store must open with as many drawers as the backup recorded.
+pass SQLite's integrity check and the store must open with as many drawers as the backup recorded. The
+transcript archive (``archive/``, checked with the rest against the manifest) is copied back last.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mempald.archive import copy as archive_copy
 from mempald.config import Settings, config_dir, data_dir, load_settings
 from mempald.errors import Busy, InvalidInput, MempalError
 from mempald.features.backup import STATE_FILE, check_room, data_dir_contents, read_manifest
@@ -141,10 +143,12 @@ def restore(src: Path, progress: Callable[[str], None] = lambda _m: None) -> dic
             store.rmdir()  # empty (checked above)
         os.rename(tmp_store, store)
         os.rename(tmp_state, state)
+        archived = archive_copy.restore_from(src, data_dir())  # (the transcript archive, when the backup has one)
     finally:
         lock.release()
     return {"path": str(src), "data_dir": str(data_dir()), "store": str(store), "drawers": drawers,
-            "created_at": manifest.get("created_at"), "config": config, "model": manifest.get("model")}
+            "created_at": manifest.get("created_at"), "config": config, "model": manifest.get("model"),
+            "archive_chunks": archived}
 
 
 def _count(store: Path, dim: int) -> int:

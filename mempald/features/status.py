@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from mempald import __version__, logs
+from mempald.archive import views as archive_views
 from mempald.config import data_dir
 from mempald.embed.embedder import Embedder
 from mempald.features.keyword_reindex import KeywordReindex
@@ -22,7 +25,7 @@ from mempald.state.gateway import StateGateway
 from mempald.store.base import DamageReport, Filters
 from mempald.store.gateway import StoreGateway
 from mempald.store.maintenance import IndexMaintainer
-from mempald.store.space import SpaceGuard
+from mempald.store.space import MB, SpaceGuard
 
 log = logs.get("status")
 REFRESH_S = 1.0  # how often the figures are refreshed while files are being read
@@ -161,6 +164,7 @@ class StatusReport:
                 **_refused(self.scanner.refused.get(s.key, {})),
                 "redactions": counters.get(s.key, {}).get("redactions", 0),
             })
+        archive = await self._archive()
         return {
             "agents": self._agents(sources),
             "version": __version__,
@@ -182,9 +186,22 @@ class StatusReport:
             "index": self.index.status(),
             "sources": sources,
             "excluded": self.sources.exclude.report() if self.sources.exclude is not None else {},
-            "warnings": [w for w in (self.ingestor.store_warning, *self._health_warnings()) if w],
-            "disk": self.space.status() if self.space is not None else {},
+            "warnings": [w for w in (self.ingestor.store_warning, *self._health_warnings(),
+                                     archive.get("paused_reason")) if w],
+            "disk": {**(self.space.status() if self.space is not None else {}),
+                     "archive_mb": round(archive.get("bytes_on_disk", 0) / MB, 1),
+                     "archive_paused": archive.get("paused", False)},
+            "archive": archive,
         }
+
+    async def _archive(self) -> dict[str, Any]:
+        """The transcript archive's figures (mempald.archive): its size counts with the disk's."""
+        if self.ingestor.archive is None:
+            return {}
+        try:
+            return await anyio.to_thread.run_sync(archive_views.status, self.ingestor.archive)
+        except (OSError, sqlite3.Error) as exc:  # a damaged index: said, never a failed status (doctor names it)
+            return {"error": f"the transcript archive cannot be read: {exc} (run `mempald doctor`)"}
 
     def _health_warnings(self) -> list[str]:
         """A full disk (ingest paused), damaged store files, damaged text in the state database, keyword vectors

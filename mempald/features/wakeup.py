@@ -30,6 +30,7 @@ import anyio.to_thread
 from mempal import tokens as llm
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
+from mempald.features.memories import agent_beliefs
 from mempald.features.viewer import SessionBrowser
 from mempald.sources.catalog import SourceSet
 from mempald.sources.reader import read_capped
@@ -303,7 +304,8 @@ class WakeUp:
             if left:
                 out.append((f"where the work was left ({left[0]})", [left[1]]))
                 break
-        return out
+        beliefs = await agent_beliefs(self.store, wing)  # the agents' own memory files, read, never written
+        return out + ([("what the agent already believes", beliefs)] if beliefs else [])
 
     async def _left_in(self, wing: str, session_id: str) -> tuple[str, str] | None:
         """(date, text) of where a session left the work: its latest compaction summary's pending tasks, current

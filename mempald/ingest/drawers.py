@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from mempal.methods.drawer import DrawerExtras, DrawerPayload, required
+from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.store.base import LIVE
@@ -107,6 +108,7 @@ def content_hash(text: str) -> str:
 
 
 CONTEXT_CHARS = 1200
+FIXED_ROOMS = {f.name: f.room for f in registry.FORMATS if f.room}  # a format's own room (the agents' memories)
 # A token of the model covers at least one character and rarely more than a few: a capped exchange is split
 # only as far as this many characters per allowed token, never whole (splitting 10 MB costs seconds).
 CAP_CHARS_PER_TOKEN = 8
@@ -166,7 +168,7 @@ def build_drawers(
         wing = normal_wing(src.wing) or wing_from_cwd(scrub_meta(ex.project or ex.cwd or ""),
                                                       default=src.default_wing or src.kind)
         prose = prose_of(text)
-        room = src.room or classify_room(prose, src.room_keywords)
+        room = src.room or FIXED_ROOMS.get(ex.source_kind or src.kind) or classify_room(prose, src.room_keywords)
         mtype, _conf = classify_memory(prose) if src.extract and src.memory_type is None else (src.memory_type, 0.0)
         pieces, capped = capped_pieces(text, max_tokens, count_tokens, src.max_drawers)
         ts = parse_ts(ex.timestamp)

@@ -142,6 +142,10 @@ class ForgetList:
         source = self._by_source.get(str(payload.get("source_path") or ""), ())
         return any(r.covers(payload) for r in (*session, *source))
 
+    def covers_file(self, path: str, session: str) -> bool:
+        """Did a forget name this transcript or its session (its archive is removed and not kept again)?"""
+        return bool(self._by_source.get(path)) or bool(session and self._by_session.get(session))
+
     def add(self, rules: Iterable[Rule]) -> int:
         """Record ``rules``; a rule already there keeps the later ``until`` and both rules' paths."""
         out = []

@@ -22,6 +22,7 @@ import anyio
 import anyio.to_thread
 
 from mempald import logs
+from mempald.archive.keeper import Archive
 from mempald.config import SettingsRef
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import Bm25Encoder
@@ -68,8 +69,10 @@ class Ingestor:
         room_keywords: Callable[[], dict[str, list[str]] | None] = lambda: None,
         admit: Admission | None = None,
         pool: BuildPool | None = None,
+        archive: Archive | None = None,
     ) -> None:
         self.admit = admit  # the user's exclusions and forgets (mempald.ingest.forget_list); None: none
+        self.archive = archive  # the byte-exact transcript archive (mempald.archive); None: none
         self.settings = settings
         self.state = state
         self.store = store
@@ -82,7 +85,7 @@ class Ingestor:
         self.writer = DrawerWriter(state=state, store=store, embedder=embedder, bm25=bm25, dense=dense,
                                    max_tokens=settings.current.embed.max_tokens, admit=admit, pool=pool)
         self.reader = UnitReader(settings=settings, state=state, writer=self.writer, machine=machine, user=user,
-                                 room_keywords=room_keywords, status=self.status)
+                                 room_keywords=room_keywords, status=self.status, archive=archive)
 
     @property
     def store_warning(self) -> str:

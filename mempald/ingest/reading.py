@@ -28,6 +28,7 @@ import anyio
 import anyio.to_thread
 
 from mempald import logs
+from mempald.archive.keeper import Archive
 from mempald.config import SettingsRef
 from mempald.ingest.drawers import SourceInfo
 from mempald.ingest.projects import project_exchanges, project_settings
@@ -93,7 +94,9 @@ def parse_document(fmt: Format, data: bytes, name: str, ctx: CursorContext) -> P
 
 class UnitReader:
     def __init__(self, *, settings: SettingsRef, state: StateGateway, writer: DrawerWriter, machine: str, user: str,
-                 room_keywords: Callable[[], dict[str, list[str]] | None], status: dict[str, SourceStatus]) -> None:
+                 room_keywords: Callable[[], dict[str, list[str]] | None], status: dict[str, SourceStatus],
+                 archive: Archive | None = None) -> None:
+        self.archive = archive  # the byte-exact transcript archive (mempald.archive): told of every read
         self.settings = settings
         self.state = state
         self.writer = writer
@@ -155,6 +158,8 @@ class UnitReader:
         total = (cur.exchanges if cur and not rr.restarted else 0) + max(0, len(exchanges) - (1 if cur else 0))
         await self.state.put_cursor(Cursor(
             str(path), source.key, rr.inode, rr.size, rr.mtime, new_offset, phash, new, total))
+        if self.archive is not None:
+            await self.archive.keep(path, source, fmt, new)
 
     async def document(self, path: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
         st = await anyio.to_thread.run_sync(path.stat)
@@ -174,6 +179,8 @@ class UnitReader:
         await self.state.put_cursor(Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, digest,
             replace(parsed.context, format=fmt.name), len(parsed.exchanges)))
+        if self.archive is not None:
+            await self.archive.keep(path, source, fmt, parsed.context)
 
     async def unit(self, unit: Unit, source: Source, lane: int, res: IngestResult) -> None:
         """A folder unit (a Slack export: threads span day files, names come from users.json; a task folder) or

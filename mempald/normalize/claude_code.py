@@ -416,5 +416,5 @@ def detect(probe: Probe) -> bool:
 
 _HOME = ("~/.claude/projects",)
 FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), agent="claude", beside=beside,
-                places=(Place("Claude Code", linux=_HOME, macos=_HOME, windows=_HOME, globs=("**/*.jsonl",),
-                              setting="claude_projects"),), summary="Claude Code session transcripts")
+                archive=True, places=(Place("Claude Code", linux=_HOME, macos=_HOME, windows=_HOME, globs=(
+                    "**/*.jsonl",), setting="claude_projects"),), summary="Claude Code session transcripts")

@@ -190,6 +190,7 @@ def detect(probe: Probe) -> bool:
 
 
 _HOME = ("~/.codex/sessions",)
-FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), agent="codex", places=(Place(
+FORMAT = Format(SOURCE_KIND, "lines", detect, parse, suffixes=(".jsonl",), agent="codex", archive=True,
+                places=(Place(
     "Codex", linux=_HOME, macos=_HOME, windows=_HOME, globs=("**/*.jsonl",), setting="codex_sessions"),),
     summary="Codex CLI rollouts (~/.codex/sessions)")

@@ -173,6 +173,8 @@ class Format:
     agent: str = ""  # the agent its sessions are of, as hooks and drawers name it (claude, codex, ...)
     places: tuple[Place, ...] = ()  # default roots, where the agent is installed (none: only where watched)
     ids: Ids = "position"
+    archive: bool = False  # its units are archived byte for byte by default (mempald.archive): an agent's own store
+    room: str = ""  # the room of every drawer it makes (the agents' memories: agent-memory); "": classified
     # The unit (folder or database) a changed path belongs to, or None when the path is not one of this
     # format's: a day file of a Slack export -> the export folder.
     unit_of: Callable[[PurePath, Look], PurePath | None] | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mempald.normalize import (
+    agent_memory,
     aider,
     antigravity,
     chatgpt,
@@ -34,11 +35,13 @@ from mempald.normalize import (
 from mempald.normalize.format import Format, Probe
 
 # Detection order: names (an editor's database) and headers first, then JSON documents by their marker keys, then
-# JSONL rollouts; the folder and database formats after the file formats.
+# JSONL rollouts; the folder and database formats after the file formats; the agents' memories (Markdown, by
+# their names and front matter) just before plain text, their places listed last.
 FORMATS: tuple[Format, ...] = (
     cursor.FORMAT, aider.FORMAT, specstory.FORMAT, cursor_export.FORMAT, gemini.FORMAT, antigravity.FORMAT,
     opencode_export.FORMAT, copilot.FORMAT, copilot_cli.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
-    claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT, plaintext.FORMAT,
+    claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT,
+    agent_memory.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT
 _BY_NAME = {f.name: f for f in FORMATS}

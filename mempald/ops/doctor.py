@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 from pathlib import Path
 
 from mempal.cli.doctor import Check, run_client_checks
@@ -145,6 +146,32 @@ def check_inotify(settings: Settings) -> Check:
                  "sudo sysctl --system")
 
 
+def check_archive(settings: Settings) -> Check:
+    """Every chunk of the transcript archive read back against its checksum; a damaged one named."""
+    from mempald.archive import views
+    from mempald.archive.keeper import Archive
+    from mempald.config import SettingsRef
+
+    archive = Archive(data_dir() / "archive", SettingsRef(settings))
+    if not archive.exists():
+        return Check("transcript archive", True, f"{archive.folder} holds nothing yet")
+    try:
+        bad = views.damaged(archive)
+        st = views.status(archive)
+    except sqlite3.Error as exc:
+        return Check("transcript archive", False, f"{archive.folder / 'index.sqlite3'} is damaged: {exc}",
+                     "move the archive folder aside (its chunks stay readable) and restore it from a backup")
+    finally:
+        archive.close()
+    if bad:
+        named = "; ".join(f"{b['chunk']} (session {b['session']}, {b['path']}): {b['error']}" for b in bad[:5])
+        return Check("transcript archive", False, f"{len(bad)} damaged chunk(s): {named}",
+                     "restore-session refuses these sessions; their other sessions are whole (a backup of the data "
+                     "dir brings the archive back)")
+    return Check("transcript archive", True, f"{st['sessions']} sessions, {st['files']} files, every chunk read back "
+                 f"whole; {st['bytes_on_disk'] / 1e6:.1f} MB on disk")
+
+
 def check_agents(settings: Settings) -> Check:
     """Each agent's own folder on this machine (the formats' declared places): found and watched, or not."""
     from mempald.sources.places import default_roots
@@ -167,6 +194,7 @@ def run_checks() -> list[Check]:
     out.append(check_state(settings))
     if settings is not None:
         out.append(check_store(settings, running))
+        out.append(check_archive(settings))
         out.append(check_inotify(settings))
         out.append(check_agents(settings))
     return out

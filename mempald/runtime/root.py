@@ -18,6 +18,7 @@ from typing import Any
 import anyio.to_thread
 
 from mempald import logs
+from mempald.archive.keeper import Archive
 from mempald.config import Settings, SettingsRef, data_dir, load_settings
 from mempald.embed.embedder import Embedder
 from mempald.embed.sparse import META_KEY, Bm25Encoder
@@ -56,6 +57,7 @@ from mempald.intake.events import EventRouter
 from mempald.intake.loop import IngestLoops
 from mempald.intake.scan import Scanner
 from mempald.rpc.agents import AgentMethods
+from mempald.rpc.archive import ArchiveMethods
 from mempald.rpc.core import CoreMethods
 from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
@@ -193,12 +195,16 @@ class Daemon:
         self.taxonomy.load()
         self.exclude = ExcludeFilter(lambda: self.settings.current.ingest.exclude)  # what the user keeps out
         self.forgotten = ForgetList(db)
+        # the byte-exact transcripts, beside the state database (in the data dir; a benchmark palace keeps its own)
+        self.archive = Archive(db.path.parent / "archive", self.settings)
+        self.archive.forgotten = self.forgotten.covers_file
         counter = embedder.counter_file
         self.builders = BuildPool(BuildSpec(str(counter), bm25.tokenizer, settings.embed.max_tokens),
                                   settings.ingest.build_workers if counter is not None else 0)
         self.ingestor = Ingestor(settings=self.settings, state=state, store=self.store, embedder=embedder, bm25=bm25,
                                  dense=self.dense, machine=machine, user=user, room_keywords=self.taxonomy.current,
-                                 admit=Admission(self.exclude, self.forgotten), pool=self.builders)
+                                 admit=Admission(self.exclude, self.forgotten), pool=self.builders,
+                                 archive=self.archive)
         if settings.store.url:  # a store other machines share: drawers wait in a local outbox while it is away
             self.ingestor.writer.outbox = StoreOutbox(db)
         self.densifier = DenseWorker(self.dense, self.store, embedder, settings.embed.batch_size,
@@ -254,6 +260,7 @@ class Daemon:
             self._data_methods(backends, bm25),
             RuleMethods(self.rules),
             SyncMethods(self.sync),
+            ArchiveMethods(self.archive, state),
         ):
             handlers.update(group.handlers())
         self.dispatcher = Dispatcher(handlers, settings.daemon.request_timeout_s)
@@ -268,7 +275,7 @@ class Daemon:
         self.densifier.reading = lambda: len(self.files) > 0 or self.files.active > self.ingest_loops.fresh_ingests
         return DataMethods(forgetter, Exclusions(self.settings, self.exclude, self.admin, forgetter),
                            Exporter(self.store, self.rules), importer,
-                           Backup(self.settings, self.store, self.state.db, backends.backend),
+                           Backup(self.settings, self.store, self.state.db, backends.backend, self.archive),
                            self.state)
 
     @classmethod
@@ -335,3 +342,4 @@ class Daemon:
                 self.store.store.close()
             finally:
                 self.state.db.close()
+                self.archive.close()

@@ -45,9 +45,10 @@ class SourceSet:
         return next((s for s in self.current if s.key == key), None)
 
     def source_for(self, path: Path) -> Source | None:
-        """The innermost watched source that owns ``path``."""
-        best: Source | None = None
-        for s in self.current:
-            if s.owns(path) and (best is None or len(str(s.root)) > len(str(best.root))):
-                best = s
-        return best
+        """The innermost watched source that owns ``path``; when sources nest, the innermost that reads it."""
+        owners = sorted((s for s in self.current if s.owns(path)), key=lambda s: -len(str(s.root)))
+        # (issue 45, a narrow workaround until the intake decides nested places itself: the agents' memories'
+        # ~/.claude holds Claude Code's ~/.claude/projects, whose source does not read projects/*/memory/*.md)
+        if len(owners) > 1:
+            return next((s for s in owners if s.wants(path)), owners[0])
+        return owners[0] if owners else None

@@ -76,6 +76,9 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "copilot_cli": (":events.jsonl",),
     "specstory": (":specstory.md",),  # tests/unit/normalize/test_cursor_export.py
     "cursor_export": (":cursor_export.md",),
+    "agent_memory": (
+        "repo:tests/fixtures/agent_memory/.claude/projects/-home-u-heronry/memory/feedback_real_database.md",
+        "repo:tests/fixtures/agent_memory/.codex/memories/memory_summary.md"),
 }
 WRITTEN: dict[str, Callable[[Path], Path]] = {
     ":chat_session.json": write_json_session, ":chat_session.jsonl": write_jsonl_session,

@@ -74,6 +74,7 @@ LAYERS = (
     # exclusion rules (the store reads its API key file through it)
     "sources",
     "state", "store", "embed", "search",  # the state database, the store, the model, ranking
+    "archive",  # the byte-exact transcript archive (kept as the ingest reads, restored for resume)
     "ingest",  # from a file to drawers
     "intake",  # what drives ingest: watching, events, the reconcile scan, source administration, the ingest loops
     "features",  # the services the methods call

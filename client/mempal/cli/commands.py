@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from mempal import disclosure_text as dtext
+from mempal.cli import archive, sync_present
 from mempal.cli import present as show
 from mempal.cli import rule_present as rules
-from mempal.cli import sync_present
 from mempal.connection import DaemonUnavailable, call
 from mempal.methods import METHODS
 
@@ -316,6 +316,9 @@ COMMANDS: dict[str, Command] = {c.method.name: c for c in (
     Command("sync_status", sync_present.sync_status),
     Command("sync_leave", sync_present.sync_leave),
     Command("machines", sync_present.machines),
+    Command("archive_status", archive.status),
+    Command("archive_list", archive.listing),
+    Command("restore_session", archive.restore_session),
 )}
 
 

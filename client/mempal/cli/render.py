@@ -81,6 +81,11 @@ def status(st: dict[str, Any]) -> str:
         lines.append(f"  index: built {index['builds']}x, last in {last.get('build_s')} s")
     if index.get("last_error"):
         lines.append(f"  index: last build failed: {index['last_error']}")
+    archive = st.get("archive") or {}
+    if archive.get("files") or archive.get("paused"):  # the transcript archive (mempal archive status)
+        size = archive.get("bytes_on_disk", 0) / 1048576
+        lines.append(f"  archive: {archive.get('sessions')} sessions, {size:.1f} MB"
+                     + (" - paused" if archive.get("paused") else ""))
     wings = st.get("wings") or {}
     if wings:
         lines.append("  wings: " + ", ".join(f"{k} ({v})" for k, v in sorted(wings.items(), key=lambda t: -t[1])))

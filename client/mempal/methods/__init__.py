@@ -7,11 +7,11 @@ every surface agrees with the table.
 
 from __future__ import annotations
 
-from mempal.methods import agents, core, data, disclosure, memory, palace, rules, sources, sync, viewer
+from mempal.methods import agents, archive, core, data, disclosure, memory, palace, rules, sources, sync, viewer
 from mempal.methods.spec import Method
 
 METHODS: dict[str, Method] = {}
-for _group in (core, memory, palace, sources, agents, viewer, disclosure, data, rules, sync):
+for _group in (core, memory, palace, sources, agents, viewer, disclosure, data, rules, sync, archive):
     for _m in _group.METHODS:
         if _m.name in METHODS:
             raise ValueError(f"method {_m.name!r} is declared twice")

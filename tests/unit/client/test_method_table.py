@@ -22,6 +22,7 @@ from mempal.methods import METHODS, codegen
 from mempal.methods.spec import Method, Param
 from mempal.methods.validate import ParamError, validate
 from mempald.rpc.agents import AgentMethods
+from mempald.rpc.archive import ArchiveMethods
 from mempald.rpc.core import CoreMethods
 from mempald.rpc.data import DataMethods
 from mempald.rpc.disclosure import DisclosureMethods
@@ -34,7 +35,7 @@ from mempald.rpc.viewer import ViewerMethods
 from tests.conftest import REPO
 
 GROUPS = (RuleMethods, CoreMethods, MemoryMethods, PalaceMethods, SourceMethods, AgentMethods, ViewerMethods,
-          SyncMethods, DisclosureMethods, DataMethods)
+          SyncMethods, DisclosureMethods, DataMethods, ArchiveMethods)
 
 
 def daemon_handler_names() -> list[str]:
