@@ -165,9 +165,7 @@ class McpSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class SyncSettings:
-    """One memory across machines through a folder the user already syncs (``mempald.sync``, docs/SYNC.md)."""
-
+class SyncSettings:  # one memory across machines through a folder the user already syncs (docs/SYNC.md)
     dir: str = ""  # the shared folder ("" : not syncing); each machine writes only <dir>/<machine id>/
     encrypt: bool = False  # segments sealed with the key kept 0600 in the config dir (sync.key)
     interval_s: float = 2.0  # how often the folder is looked at and the outbox written
@@ -175,15 +173,11 @@ class SyncSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class ArchiveSettings:
-    """The byte-exact transcript archive (mempald.archive): on for formats that declare it (Claude Code, Codex);
-    ``on`` / ``off``: source keys or root folders archived though their format is not / not archived though it is.
-    Archiving stops (ingest goes on) when free space falls under store.min_free_mb + ``reserve_mb``."""
-
+class ArchiveSettings:  # the byte-exact transcript archive (mempald.archive), for the formats that declare it
     enabled: bool = True
-    on: tuple[str, ...] = ()
-    off: tuple[str, ...] = ()
-    reserve_mb: int = 256
+    on: tuple[str, ...] = ()  # source keys or root folders archived though their format is not
+    off: tuple[str, ...] = ()  # ... not archived though it is
+    reserve_mb: int = 256  # archiving stops (ingest goes on) under store.min_free_mb + this much free space
 
 
 @dataclass(frozen=True, slots=True)
