@@ -33,6 +33,7 @@ from mempald.ingest.queues import FRESH, DenseQueue
 from mempald.ingest.reading import UNKNOWN, IngestResult, SourceStatus, UnitReader
 from mempald.ingest.units import format_for
 from mempald.ingest.writer import DrawerWriter
+from mempald.normalize import registry
 from mempald.normalize.model import Exchange
 from mempald.sources.reader import Refused
 from mempald.sources.roots import Source, Unit
@@ -127,7 +128,16 @@ class Ingestor:
         try:
             if not await anyio.to_thread.run_sync(path.exists):
                 return res
-            if source.mode == "projects":
+            own = registry.room_of_its_own(path.name) if source.mode == "projects" else None
+            if own is not None:  # a project's CLAUDE.md / AGENTS.md: what the agent believes, not a code note
+                res.fmt = own.name
+                cur = await self.state.get_cursor(str(path))
+                if cur is not None and cur.context.format != own.name:  # read as a note before: replaced
+                    await self.store.delete(Filters(source_path=(str(path),), machine=(self.machine,),
+                                                    include_deleted=True))
+                    await self.state.drop_cursor(str(path))
+                await self.reader.document(path, source, own, lane, res)
+            elif source.mode == "projects":
                 res.fmt = "project"
                 await self.reader.project_file(path, source, lane, res)
             elif unit is not None:

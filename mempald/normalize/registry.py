@@ -83,6 +83,12 @@ def for_agent(agent: str) -> Format | None:
     return next((f for f in FORMATS if f.agent and f.agent == agent), None)
 
 
+def room_of_its_own(name: str) -> Format | None:
+    """The format that claims a file of this exact name and files it in a room of its own (an agent's memory:
+    ``CLAUDE.md``, ``AGENTS.md``), or None: such a file in a watched code project is read in that format."""
+    return next((f for f in FORMATS if f.room and name in f.names), None)
+
+
 def claims(fmt: Format, name: str) -> bool:
     """Could a file of this name be one of ``fmt``'s (its exact names, or its suffixes)?"""
     return name in fmt.names or (bool(fmt.suffixes) and name.lower().endswith(fmt.suffixes))

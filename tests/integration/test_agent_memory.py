@@ -67,3 +67,33 @@ def test_the_agents_memories_are_found_read_updated_and_shown_by_the_wake_up(dae
     assert "tests first" in daemon.call("wake_up", {"wing": "heronry", "budget": 800})["text"]
     after = snapshot(home / ".claude") | snapshot(home / ".codex")
     assert {p: v for p, v in after.items() if p != user_md} == {p: v for p, v in before.items() if p != user_md}
+
+
+@pytest.mark.timeout(300)
+def test_a_watched_projects_claude_md_and_agents_md_are_agent_memory_not_code_notes(daemon: Daemon, home: Path,
+                                                                                   tmp_path: Path) -> None:
+    """Issue 45 point 4, each watched project's CLAUDE.md / AGENTS.md: in a folder watched as a code project they
+    are read as what the agent believes (room agent-memory, the project's wing), a notes file beside them is
+    still a note, and an edit replaces the memory."""
+    project = tmp_path / "tidewater"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("# Tidewater\n\n- Never run migrations against production by hand.\n")
+    (project / "AGENTS.md").write_text("# Agents\n\nUse pnpm, not npm, in this repository.\n")
+    (project / "NOTES.md").write_text("# Notes\n\nThe harbour tide tables come from the port authority feed.\n")
+    daemon.start(extra_env=ENV)
+    daemon.call("watch_add", {"path": str(project), "mode": "projects"})
+
+    def both() -> list[dict[str, Any]] | None:
+        m = [d for d in memory_drawers(daemon) if Path(d["source_path"]).parent == project]
+        return m if {Path(d["source_path"]).name for d in m} == {"CLAUDE.md", "AGENTS.md"} else None
+
+    found = daemon.wait_for(both, timeout=90)
+    assert {d["kind"] for d in found} == {"agent_memory"} and {d["wing"] for d in found} == {"tidewater"}
+    daemon.idle()
+    notes = daemon.call("drawers", {"limit": 100, "wing": "tidewater", "fields": ["source_path", "room", "kind"]})
+    rooms = {Path(d["source_path"]).name: d["room"] for d in notes["drawers"]}
+    assert rooms["NOTES.md"] != "agent-memory" and rooms["CLAUDE.md"] == "agent-memory"
+    (project / "CLAUDE.md").write_text("# Tidewater\n\n- Migrations go through the release pipeline only.\n")
+    daemon.wait_for(lambda: any("release pipeline" in d["text"] for d in memory_drawers(daemon)), timeout=60)
+    texts = [d["text"] for d in memory_drawers(daemon) if d["source_path"] == str(project / "CLAUDE.md")]
+    assert len(texts) == 1 and "by hand" not in texts[0]
