@@ -34,7 +34,7 @@ def mempal(d: Daemon, *args: str) -> Any:
 
 
 def _sqlite_db(path: Path) -> None:
-    """A real SQLite database in the shape of Cursor's state.vscdb (a key/value table)."""
+    """A real SQLite database (a key/value table, as editors and browsers keep)."""
     con = sqlite3.connect(path)
     with con:
         con.execute("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
@@ -86,7 +86,8 @@ def test_a_session_is_one_wing_and_inspect_matches_what_is_stored(daemon: Daemon
 
 @pytest.mark.timeout(600)
 def test_binary_files_are_refused_and_mine_file_reads_that_file(daemon: Daemon, home: Path, tmp_path: Path) -> None:
-    db = tmp_path / "cursor" / "state.vscdb"
+    # a database no format claims by its name (Cursor's own state.vscdb is read as its store: test_agent_cursor.py)
+    db = tmp_path / "browser" / "places.sqlite"
     db.parent.mkdir()
     _sqlite_db(db)
     watched = tmp_path / "notes"
