@@ -627,7 +627,7 @@ class ClientMethods(ClientBase):
             *,
             prompt: str | None = None,
             cwd: str | None = None,
-            agent: Literal['claude', 'codex', 'gemini', 'antigravity'] | None = None,
+            agent: Literal['claude', 'codex', 'gemini', 'antigravity', 'cline'] | None = None,
             session_id: str | None = None,
             max_chars: int | None = None,
             threshold: float | None = None,
@@ -639,7 +639,7 @@ class ClientMethods(ClientBase):
 
         prompt: the user's prompt
         cwd: the session's working directory
-        agent: whose inbox is delivered (gemini and antigravity have none: memories only)
+        agent: whose inbox is delivered (gemini, antigravity and cline have none: memories only)
         session_id: the current session (its own exchanges are not recalled)
         max_chars: characters of context at most
         threshold: relevance floor: the calibrated relevance (0..1, an estimated probability that a memory bears on

@@ -1,5 +1,5 @@
-"""``mempal-hook EVENT [--agent claude|codex|gemini|antigravity]``: the hook commands the agents run (what
-differs for Gemini CLI and Antigravity CLI, their input and output shapes, is in ``mempal.hook_agents``).
+"""``mempal-hook EVENT [--agent claude|codex|gemini|antigravity|cline]``: the hook commands the agents run (what
+differs for Gemini CLI, Antigravity CLI and Cline, their input and output shapes, is in ``mempal.hook_agents``).
 
 EVENT is one of:
 - ``prompt`` (UserPromptSubmit): delivers this agent's cowork inbox for the cwd and, when enabled, the few

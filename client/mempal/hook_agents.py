@@ -13,17 +13,21 @@
   and ``Stop``: with no session start, a conversation's first prompt brings the wake-up as well. It reads every
   hook's stdout as JSON (an empty or broken answer counts as the hook failing), so the hook answers ``{}`` when
   it has nothing to say, whatever went wrong.
+- **Cline** (3.36+; ``mempal.hook_cline``) sends ``taskId``, ``workspaceRoots`` and the event's own object
+  (``userPromptSubmit.prompt``); context goes in ``contextModification`` next to ``cancel: false``, which is also
+  its answer when there is nothing to add.
 """
 
 from __future__ import annotations
 
 from mempal import wirejson
+from mempal.hook_cline import CLINE_EMPTY, adapt_cline, is_cline
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-AGENTS = ("claude", "codex", "gemini", "antigravity")
+AGENTS = ("claude", "codex", "gemini", "antigravity", "cline")
 GEMINI_EVENTS = {"UserPromptSubmit": "BeforeAgent"}
 TAIL_BYTES = 1 << 20  # how much of the end of an Antigravity transcript is searched for the last request
 _OPEN, _CLOSE = "<USER_REQUEST>", "</USER_REQUEST>"
@@ -38,6 +42,8 @@ def agent_of(args: list[str], data: dict[str, Any]) -> str:
             return args[i + 1]
     if "conversationId" in data and "transcriptPath" in data:
         return "antigravity"
+    if is_cline(data):
+        return "cline"
     transcript = data.get("transcript_path")
     if isinstance(transcript, str) and "/.codex/" in transcript:
         return "codex"
@@ -82,6 +88,8 @@ def last_request(path: str) -> tuple[str, bool]:
 
 def adapt(agent: str, event: str, data: dict[str, Any]) -> dict[str, Any] | None:
     """The input in the fields the handlers read (Claude Code's); None when this call has nothing to do."""
+    if agent == "cline":
+        return adapt_cline(event, data)
     if agent != "antigravity":
         return data
     out = dict(data)
@@ -104,6 +112,8 @@ def injection(agent: str, event: str, context: str) -> dict[str, Any]:
     """The output that puts ``context`` (already wrapped) before the model, as this agent reads it."""
     if agent == "antigravity":
         return {"injectSteps": [{"ephemeralMessage": context}]}
+    if agent == "cline":
+        return {"cancel": False, "contextModification": context}
     if agent == "gemini":
         event = GEMINI_EVENTS.get(event, event)
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
@@ -126,5 +136,6 @@ def joined(outputs: list[str | None]) -> str | None:
 
 def empty_reply(args: list[str]) -> str | None:
     """What the hook prints when it has nothing to say: ``{}`` for Antigravity (it takes no output as a failed
-    hook), nothing for the others."""
-    return "{}" if "--agent" in args and "antigravity" in args[args.index("--agent") + 1:][:1] else None
+    hook), Cline's no-op ``{"cancel": false}``, nothing for the others."""
+    named = args[args.index("--agent") + 1:][:1] if "--agent" in args else []
+    return "{}" if named == ["antigravity"] else CLINE_EMPTY if named == ["cline"] else None

@@ -60,6 +60,7 @@ HOOK_MARKERS = ("mempal-hook", "-m mempal.hook", "-m hooks.run", HOOK_ENTRY)
 CLAUDE_ONLY = ("PostCompact",)  # Claude Code's own event
 CLAUDE_ONLY_HOOKS = ("mempal-hook file",)  # the file gate matches Claude Code's file tools, which Codex lacks
 CODEX_MATCHERS = {"mempal-hook rule": "Bash"}  # Codex's PreToolUse names its shell tool Bash
+HOOK_AGENT_CHOICES = ["claude", "gemini", "antigravity", "cursor", "cline"]  # install-hooks --agent
 EXIT_OK = 0
 EXIT_ERROR = 1
 
@@ -230,6 +231,10 @@ def _cursor_hooks(args: argparse.Namespace, *, uninstall: bool) -> int:
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
+    if getattr(args, "agent", "claude") == "cline":
+        from mempal.install_cline import cmd_hooks as cline_hooks
+
+        return cline_hooks(args, install=True)
     if getattr(args, "agent", "claude") in ("gemini", "antigravity"):
         from mempal.install_gemini import cmd_hooks
 
@@ -252,6 +257,10 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
 
 
 def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
+    if getattr(args, "agent", "claude") == "cline":
+        from mempal.install_cline import cmd_hooks as cline_hooks
+
+        return cline_hooks(args, install=False)
     if getattr(args, "agent", "claude") in ("gemini", "antigravity"):
         from mempal.install_gemini import cmd_hooks
 
@@ -276,16 +285,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user: ~/.claude/settings.json (default); project: ./.claude/settings.json")
     p.add_argument("--codex", action="store_true", help="also write Codex's hooks.json")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", "cursor"], default="claude",
+    p.add_argument("--agent", choices=HOOK_AGENT_CHOICES, default="claude",
                    help="gemini: ~/.gemini/settings.json; antigravity: ~/.gemini/config/hooks.json; cursor: Cursor's "
-                   "~/.cursor/hooks.json (or ./.cursor/hooks.json)")
+                   "~/.cursor/hooks.json (or ./.cursor/hooks.json); cline: scripts in ~/Documents/Cline/Hooks/ "
+                   "(or ./.clinerules/hooks/)")
     p.add_argument("--dry-run", action="store_true", help="print the resulting settings; write nothing")
     p.set_defaults(func=cmd_install_hooks)
 
     p = sub.add_parser("uninstall-hooks", help="remove exactly the hooks install-hooks added")
     p.add_argument("--scope", choices=["user", "project"], default="user")
     p.add_argument("--codex", action="store_true", help="also clean Codex's hooks.json")
-    p.add_argument("--agent", choices=["claude", "gemini", "antigravity", "cursor"], default="claude")
+    p.add_argument("--agent", choices=HOOK_AGENT_CHOICES, default="claude")
     p.add_argument("--dry-run", action="store_true", help="print the resulting settings; write nothing")
     p.set_defaults(func=cmd_uninstall_hooks)
 

@@ -50,7 +50,7 @@ METHODS: tuple[Method, ...] = (
         (
             Param("prompt", "text", "the user's prompt", default=""),
             Param("cwd", "path", "the session's working directory"),
-            Param("agent", "enum", "whose inbox is delivered (gemini and antigravity have none: memories only)",
+            Param("agent", "enum", "whose inbox is delivered (gemini, antigravity and cline have none: memories only)",
                   default="claude", choices=HOOK_AGENTS),
             Param("session_id", "str", "the current session (its own exchanges are not recalled)"),
             Param("max_chars", "int", "characters of context at most", default=9000, lo=500, hi=100_000),

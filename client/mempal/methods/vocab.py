@@ -8,6 +8,6 @@ MEMORY_TYPE_CHOICES: tuple[str, ...] = (*MEMORY_TYPES, "none")  # "none": no typ
 
 AGENTS: tuple[str, ...] = ("claude", "codex")  # the agents of the cowork inbox
 SENDERS: tuple[str, ...] = (*AGENTS, "user")  # "user": pushed by a human from the CLI
-HOOK_AGENTS: tuple[str, ...] = (*AGENTS, "gemini", "antigravity")  # the agents whose hooks ask for recall
+HOOK_AGENTS: tuple[str, ...] = (*AGENTS, "gemini", "antigravity", "cline")  # the agents whose hooks ask for recall
 
 MODES: tuple[str, ...] = ("convos", "projects", "pack")  # how a watched folder is read
