@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mempald.config import SettingsRef, parse_settings
 from mempald.embed.sparse import Bm25Encoder
 from mempald.features.kg import KnowledgeGraph
 from mempald.features.rules import Rules
@@ -20,19 +21,22 @@ from mempald.store.edge import EdgeStore
 from mempald.store.gateway import StoreGateway
 from mempald.sync import records as rec
 from mempald.sync.exporter import Exporter
+from mempald.sync.folder import SyncFolder
 from mempald.sync.importer import Importer
 from mempald.sync.journal import RULE, Journal
 from mempald.sync.seal import Sealer, new_key
 from mempald.sync.segment import decode, encode
+from mempald.sync.service import Sync
 
 DIM = 4
 PUSH = r"git\s+push\b.*\bmain\b"
 
 
 class Side:
-    """One machine's rule book, journal, exporter and importer on its own state database and store."""
+    """One machine's rule book and sync (journal, exporter, importer) on its own state database and store, both
+    machines on one folder (as a sync tool that already copied it would leave it)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, machine: str, folder: Path) -> None:
         root.mkdir()
         self.db = State(root / "state.sqlite3")
         self.state = StateGateway(self.db)
@@ -45,6 +49,12 @@ class Side:
         self.exporter = Exporter(store, self.state, self.journal, kg, "m", self.rules.book)
         self.importer = Importer(store, self.state, self.journal, kg, Bm25Encoder(), lambda pid, ts: None, "m", DIM,
                                  None, self.rules)
+        settings = SettingsRef(parse_settings({"sync": {"dir": str(folder)}}, env={}))
+        self.sync = Sync(settings, store, self.state, self.journal, self.exporter, self.importer, machine)
+        self.rules.changes = self.sync
+
+    async def ids(self) -> list[str]:
+        return [r["id"] for r in (await self.rules.list_rules())["rules"]]
 
     def close(self) -> None:
         self.edge.close()
@@ -53,7 +63,8 @@ class Side:
 
 @pytest.fixture
 def sides(tmp_path: Path) -> Iterator[tuple[Side, Side]]:
-    a, b = Side(tmp_path / "a"), Side(tmp_path / "b")
+    SyncFolder(tmp_path / "sync", "laptop").create(None)
+    a, b = Side(tmp_path / "a", "laptop", tmp_path / "sync"), Side(tmp_path / "b", "desktop", tmp_path / "sync")
     yield a, b
     a.close()
     b.close()
@@ -86,8 +97,7 @@ def test_a_rule_added_and_removed_travels_once_and_stays_removed(sides: tuple[Si
     async def go() -> None:
         made = (await a.rules.add("never push to main", tool="Bash", match=PUSH, decision="deny", wing="orbit",
                                   force=False, actor="user"))["rule"]
-        # the exporter writes the rule as the book holds it (what waits comes from the outbox, as the sync fills it)
-        await a.state.run(lambda: a.journal.queue([made["id"]], RULE))
+        # the sync queued it; the exporter writes the rule as the book holds it
         pending = await a.state.run(lambda: a.journal.pending(10))
         written = await a.state.run(lambda: a.exporter._rules(pending))
         assert written == [rec.rule_record(made)]
@@ -113,6 +123,37 @@ def test_a_rule_added_and_removed_travels_once_and_stays_removed(sides: tuple[Si
         await b.importer.apply([rec.rule_record(edited)], 4, "laptop")  # a later copy of it: still removed
         assert (await b.rules.list_rules())["rules"] == []
         assert await b.state.run(b.journal.outbox_size) == 0  # nothing from A is echoed back by B
+
+    anyio.run(go)
+
+
+def test_added_accepted_replaced_and_removed_rules_travel_through_sync_rounds(sides: tuple[Side, Side]) -> None:
+    a, b = sides
+
+    async def go() -> None:
+        added = (await a.rules.add("never push to main", tool="Bash", match=PUSH, decision="deny", wing=None,
+                                   force=False, actor="user"))["rule"]
+        await a.state.run(lambda: a.rules.book.add_suggestions([{
+            "id": "s1", "drawer_id": "d1", "wing": "orbit", "sentence": "always use pnpm, not npm", "tool": "Bash",
+            "pattern": r"\bnpm\s+install\b", "decision": "ask"}]))
+        accepted = (await a.rules.accept("s1", edits={"decision": "deny"}, force=False, actor="user"))["rule"]
+        assert await a.sync.round() and await b.sync.round()
+        assert sorted(await b.ids()) == sorted([added["id"], accepted["id"]])
+        assert (await b.rules.check("Bash", {"command": "npm install left-pad"}, cwd=None,
+                                    wing="orbit"))["decision"] == "deny"
+        assert await b.state.run(lambda: b.rules.book.suggestions(None)) == []  # suggestions stay on A
+        # replaced by an import on A (an edited export): the new version reaches B
+        assert await a.rules.import_rule({**added, "text": "never push to main, ever"}, dry_run=False) == "replaced"
+        assert await a.sync.round() and await b.sync.round()
+        assert {r["id"]: r["text"] for r in (await b.rules.list_rules())["rules"]}[added["id"]] == \
+            "never push to main, ever"
+        # removed on B: gone on A at its next round; nothing B imported was written back by B
+        await b.rules.remove(accepted["id"], actor="user")
+        assert await b.sync.round() and await a.sync.round()
+        assert await a.ids() == [added["id"]]
+        assert b.importer.rules_imported == 3 and a.importer.rules_imported == 0
+        # the suggestion it was accepted from is pending again on A, as after a removal made there
+        assert [x["status"] for x in await a.state.run(lambda: a.rules.book.suggestions(None))] == ["pending"]
 
     anyio.run(go)
 
