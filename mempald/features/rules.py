@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 
@@ -34,10 +34,17 @@ SCAN_FIELDS = ("text", "wing", "chunk_index", "kind", "session_id")
 MAX_REASON = 300
 
 
+class RuleChanges(Protocol):
+    """Told of every rule added, accepted, replaced or removed here (the sync's outbox: docs/SYNC.md)."""
+
+    async def rule_changed(self, rule_id: str, *, removed: bool, by: str) -> None: ...
+
+
 class Rules:
     def __init__(self, state: StateGateway, store: StoreGateway) -> None:
         self.state = state
         self.store = store
+        self.changes: RuleChanges | None = None  # (None: nobody; the sync when the daemon runs)
         self.book = RuleBook(state.db.conn, state.db.lock)
         self.book.ensure_schema()
         self._compiled: list[Compiled] | None = None
@@ -69,7 +76,12 @@ class Rules:
         self._changed()
         await self.state.audit(actor, "rule_add", str(rule["id"]), text, tool=tool, pattern=match, decision=decision,
                                wing=rule["wing"], source=source)
+        await self._tell(str(rule["id"]), removed=False, by=actor)
         return {"rule": rule}
+
+    async def _tell(self, rule_id: str, *, removed: bool, by: str) -> None:
+        if self.changes is not None:
+            await self.changes.rule_changed(rule_id, removed=removed, by=by)
 
     async def list_rules(self, wing: str | None = None) -> dict[str, Any]:
         rules = await self.state.run(self.book.rules)
@@ -83,7 +95,16 @@ class Rules:
             raise NotFound(f"no rule {rule_id!r} (`mempal rule list` shows their ids)")
         self._changed()
         await self.state.audit(actor, "rule_remove", rule_id)
+        await self._tell(rule_id, removed=True, by=actor)
         return {"removed": rule_id}
+
+    async def remove_synced(self, rule_id: str, *, by: str) -> bool:
+        """A removal another machine made (a sync segment's record): False when the rule is not here."""
+        if not await self.state.run(lambda: self.book.remove_rule(rule_id)):
+            return False
+        self._changed()
+        await self.state.audit(f"sync:{by}" if by else "sync", "rule_remove", rule_id)
+        return True
 
     # checking ------------------------------------------------------------------------------------------
     async def check(self, tool_name: str, tool_input: Any, *, cwd: str | None, wing: str | None) -> dict[str, Any]:
@@ -164,9 +185,12 @@ class Rules:
     async def exported(self) -> list[dict[str, Any]]:
         return await self.state.run(self.book.rules)
 
-    async def import_rule(self, rec: Mapping[str, Any], *, dry_run: bool) -> str:
-        """A rule of an export, checked as when it was added (a forced one stays forced): "added", "replaced" or
-        "unchanged" (``InvalidInput`` when it may not be kept)."""
+    async def import_rule(self, rec: Mapping[str, Any], *, dry_run: bool, notify: bool = True) -> str:
+        """A rule of an export or of a sync segment, checked as when it was added (a forced one stays forced):
+        "added", "replaced" or "unchanged" (``InvalidInput`` when it may not be kept). ``notify``: a rule that
+        changed here travels to the other machines (not one that came from them)."""
+        if len(str(rec.get("text", ""))) > MAX_TEXT:
+            raise InvalidInput(f"the rule's text is longer than {MAX_TEXT} characters")
         check_tool(str(rec.get("tool", "")))
         check_pattern(str(rec.get("pattern", "")), force=bool(rec.get("forced")))
         if rec.get("decision") not in ("ask", "deny") or not str(rec.get("text", "")).strip():
@@ -183,6 +207,8 @@ class Rules:
             return "unchanged" if all(old.get(k) == rule.get(k) for k in rule) else "replaced"
         outcome = await self.state.run(lambda: self.book.put_rule(rule))
         self._changed()
+        if notify and outcome != "unchanged":
+            await self._tell(str(rule["id"]), removed=False, by="import")
         return outcome
 
 

@@ -228,12 +228,14 @@ class Daemon:
         self.inbox.ensure_schema()
         journal = Journal(db)  # one memory across machines: the outbox and what was read of the sync folder
         model = embedder.info.model_id
+        self.rules = Rules(state, self.store)
         self.sync = Sync(self.settings, self.store, state, journal,
-                         SegmentWriter(self.store, state, journal, self.kg, model),
+                         SegmentWriter(self.store, state, journal, self.kg, model, self.rules.book),
                          SegmentReader(self.store, state, journal, self.kg, bm25,
                                        lambda pid, ts: self.dense.put(pid, ts, BACKFILL), model, embedder.dim,
-                                       self.forgotten),
+                                       self.forgotten, self.rules),
                          machine)
+        self.rules.changes = self.sync  # (rules added, accepted or removed travel to the other machines)
         self.ingestor.writer.changes = self.sync
         layout = Layout(self.store)
         sessions = SessionBrowser(self.store)
@@ -243,7 +245,6 @@ class Daemon:
         memories.changes = self.sync
         self.admin = SourceAdmin(self.settings, self.sources, self.events, self.scanner, self.ingestor)
         ledger = TokenLedger(state)
-        self.rules = Rules(state, self.store)
         disclosure = Disclosure(self.store, embedder, sessions, ledger)
         handlers: dict[str, Handler] = {}
         for group in (

@@ -1,8 +1,9 @@
 """Writing this machine's segments: what the outbox holds (drawers just stored, tombstones of what was
-forgotten, deleted or purged) and the knowledge graph's new facts, read back from the store and the state
-database (as stored: redacted), written as one whole segment under the next sequence number, then taken out of
-the outbox. A crash before the rename leaves only a temporary file (removed at the next start) and the outbox as
-it was; a crash after it writes the same drawers again in the next segment, and readers collapse them by id."""
+forgotten, deleted or purged, rules added, replaced or removed) and the knowledge graph's new facts, read back
+from the store and the state database (as stored: redacted), written as one whole segment under the next
+sequence number, then taken out of the outbox. A crash before the rename leaves only a temporary file (removed at
+the next start) and the outbox as it was; a crash after it writes the same drawers again in the next segment, and
+readers collapse them by id."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import anyio.to_thread
 
 from mempald import logs
 from mempald.features.kg import KnowledgeGraph, Triple
+from mempald.features.rule_book import RuleBook
 from mempald.state.gateway import StateGateway
 from mempald.store.gateway import StoreGateway
 from mempald.sync import records as rec
 from mempald.sync.folder import SyncFolder
-from mempald.sync.journal import DRAWER, Journal, Pending
+from mempald.sync.journal import DRAWER, RULE, Journal, Pending
 from mempald.sync.seal import Sealer
 from mempald.sync.segment import Record, drop_unfinished, encode, name_of, write_whole
 
@@ -30,8 +32,9 @@ FACT = "fact"
 
 class Exporter:
     def __init__(self, store: StoreGateway, state: StateGateway, journal: Journal, kg: KnowledgeGraph,
-                 model: str) -> None:
+                 model: str, rules: RuleBook | None = None) -> None:
         self.kg = kg
+        self.rules = rules
         self.store = store
         self.state = state
         self.journal = journal
@@ -45,9 +48,12 @@ class Exporter:
         """Write one segment of what waits (nothing when nothing does); returns its record count."""
         pending = await self.state.run(lambda: self.journal.pending(BATCH))
         records, done = await self._drawers([p for p in pending if p.kind == DRAWER], dense_wait_s)
-        tombs = [p for p in pending if p.kind != DRAWER]
+        tombs = [p for p in pending if p.kind not in (DRAWER, RULE)]
         records += [rec.tomb_record(p.id, p.detail) for p in tombs]
         done += tombs
+        rules = [p for p in pending if p.kind == RULE]
+        records += await self.state.run(lambda: self._rules(rules))
+        done += rules
         facts, passed = await self.state.run(lambda: self._new_facts(BATCH))
         records += [rec.fact_record(t) for t in facts]
         if not records:
@@ -88,6 +94,16 @@ class Exporter:
                     out.append(rec.drawer_record(g.id, point.payload, point.dense, self.model))
                     done.append(g)
         return out, done
+
+    def _rules(self, pending: Sequence[Pending]) -> list[Record]:
+        """Each changed rule as the rule book holds it now, or its removal when it is gone (blocking)."""
+        out: list[Record] = []
+        if self.rules is None:
+            return out
+        for p in pending:
+            rule = self.rules.rule(p.id)
+            out.append(rec.rule_record(rule) if rule is not None else rec.unrule_record(p.id, p.detail))
+        return out
 
     def _new_facts(self, limit: int) -> tuple[list[Triple], int]:
         """Facts learned here since the last segment (those imported from other machines left out), and the

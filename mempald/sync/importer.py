@@ -1,7 +1,9 @@
 """Reading the other machines' segments: every machine's folder but this one's, each segment by sequence number,
 one not seen before (or changed since: a truncated one completed by the sync tool, a conflicted copy) read whole
 and applied: drawers upserted under their own ids (their vector kept when it is this model's, else embedded
-here), tombstones applied (and remembered, so no later segment brings the drawer back), facts added. Applying
+here), tombstones applied (and remembered, so no later segment brings the drawer back), facts added, rules
+added or replaced (checked as ``rule add`` checks them: one that may not be kept is reported in ``sync status``,
+not applied) and removed (remembered like a tombstone). Applying
 twice changes nothing, so a crash in the middle only repeats work. A segment that cannot be read whole is
 recorded with why, and read again when it changes."""
 
@@ -15,8 +17,10 @@ import anyio.to_thread
 
 from mempald import logs
 from mempald.embed.sparse import Bm25Encoder
+from mempald.errors import InvalidInput
 from mempald.features.forget import session_rules
 from mempald.features.kg import KGError, KnowledgeGraph
+from mempald.features.rules import Rules
 from mempald.ingest.drawers import index_text
 from mempald.ingest.forget_list import ForgetList
 from mempald.state.gateway import StateGateway
@@ -24,7 +28,7 @@ from mempald.store.base import Filters, PointData, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.sync import records as rec
 from mempald.sync.folder import Listed, SyncFolder
-from mempald.sync.journal import Journal, Seen
+from mempald.sync.journal import UNRULE, Journal, Seen
 from mempald.sync.seal import Sealer, WrongKey
 from mempald.sync.segment import Record, SegmentDamaged, decode
 
@@ -35,7 +39,9 @@ Embed = Callable[[str, float], None]  # queue a drawer for its dense vector (id,
 
 class Importer:
     def __init__(self, store: StoreGateway, state: StateGateway, journal: Journal, kg: KnowledgeGraph,
-                 bm25: Bm25Encoder, embed: Embed, model: str, dim: int, forgotten: ForgetList | None = None) -> None:
+                 bm25: Bm25Encoder, embed: Embed, model: str, dim: int, forgotten: ForgetList | None = None,
+                 rules: Rules | None = None) -> None:
+        self.rules = rules  # the rule book rules from other machines go into (None: rule records are left alone)
         self.forgotten = forgotten  # a forget elsewhere keeps its sessions from being stored here again
         self.store = store
         self.state = state
@@ -47,6 +53,7 @@ class Importer:
         self.dim = dim
         self.imported = 0  # drawers imported since start
         self.embedded_here = 0  # ... of which had no vector of this model
+        self.rules_imported = 0  # rules added or replaced from other machines since start
 
     async def scan(self, folder: SyncFolder, sealer: Sealer | None) -> int:
         """Read every segment not read yet (or changed); returns how many were read."""
@@ -69,7 +76,7 @@ class Importer:
             data = await anyio.to_thread.run_sync(s.path.read_bytes)
             segment = await anyio.to_thread.run_sync(decode, data, sealer)
             count = len(segment.records)
-            await self.apply(segment.records, segment.seq)
+            await self.apply(segment.records, segment.seq, s.machine)
         except FileNotFoundError:
             return  # (gone between the listing and the read: the next look sees what is there)
         except SegmentDamaged as exc:
@@ -87,9 +94,9 @@ class Importer:
         mark = Seen(s.machine, s.name, s.seq, s.size, s.mtime_ns, status, error, count)
         await self.state.run(lambda: self.journal.mark(mark))
 
-    async def apply(self, records: Sequence[Record], seq: int = 0) -> None:
+    async def apply(self, records: Sequence[Record], seq: int = 0, machine: str = "") -> None:
         """Apply a segment's records (``seq``: its number: a drawer already taken from a later segment of its
-        machine is not set back by an earlier one read again, such as a conflicted copy)."""
+        machine is not set back by an earlier one read again, such as a conflicted copy; ``machine``: whose)."""
         records = rec.collapsed(records)
         tombs = [r for r in records if r.get("t") == rec.TOMB and isinstance(r.get("id"), str)]
         await self._tombs(tombs)
@@ -100,6 +107,37 @@ class Importer:
         facts = [r for r in records if r.get("t") == rec.FACT]
         if facts:
             await self.state.run(lambda: self._facts(facts))
+        if self.rules is not None:
+            await self._rules(self.rules, [r for r in records if r.get("t") in (rec.RULE, rec.UNRULE)], seq, machine)
+
+    async def _rules(self, rules: Rules, records: Sequence[Record], seq: int, machine: str) -> None:
+        """Rules and their removals, in the segment's order. A rule removed (here or elsewhere) stays removed; a
+        rule already taken from a later segment of its machine is not set back."""
+        for r in records:
+            rid = r.get("id")
+            if not isinstance(rid, str) or not rid:
+                continue
+            key = f"rule:{machine}:{rid}"  # (a rule can change on any machine: its order is per machine)
+            if r.get("t") == rec.UNRULE:
+                await self.state.run(lambda rid=rid: self.journal.bury([rid], UNRULE))  # type: ignore[misc]
+                await rules.remove_synced(rid, by=str(r.get("by") or machine))
+                continue
+            if await self.state.run(lambda rid=rid, key=key: self.journal.buried([rid]) or  # type: ignore[misc]
+                                    self.journal.taken_after([key], seq)):
+                continue
+            rule = rec.rule_of(r)
+            try:
+                if rule is None:
+                    raise InvalidInput("not a rule record")
+                outcome = await rules.import_rule(rule, dry_run=False, notify=False)
+            except InvalidInput as exc:
+                log.warning("sync_rule_refused", machine=machine, segment=seq, rule=rid, error=str(exc))
+                await self.state.run(lambda rid=rid, e=str(exc): self.journal.refuse(  # type: ignore[misc]
+                    machine, seq, rid, e))
+                continue
+            await self.state.run(lambda key=key: self.journal.took([key], seq))  # type: ignore[misc]
+            if outcome != "unchanged":
+                self.rules_imported += 1
 
     async def _drawers(self, group: Sequence[Record], seq: int) -> None:
         ids = [str(r["id"]) for r in group]

@@ -29,15 +29,21 @@ CREATE TABLE IF NOT EXISTS sync_tombs (id TEXT PRIMARY KEY, op TEXT NOT NULL, at
 CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sync_facts_in (fact INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS sync_taken (id TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sync_rules_refused (
+    machine TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, error TEXT NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (machine, seq, id)
+);
 """
 DRAWER = "drawer"
 TOMB = "tomb"
+RULE = "rule"  # a rule added, replaced or removed here (its record is made from the rule book as it is then)
+UNRULE = "unrule"  # the op under which a removed rule's id is remembered (sync_tombs)
 
 
 @dataclass(frozen=True, slots=True)
 class Pending:
     id: str
-    kind: str  # DRAWER | TOMB
+    kind: str  # DRAWER | TOMB | RULE
     detail: dict[str, Any]
     at: float
 
@@ -129,6 +135,15 @@ class Journal:
             out |= {r[0] for r in self._rows(f"SELECT id FROM sync_taken WHERE id IN ({marks}) AND seq > ?",
                                              (*chunk, seq))}
         return out
+
+    # rules another machine sent that were not applied here -------------------------------------------------
+    def refuse(self, machine: str, seq: int, rule_id: str, error: str) -> None:
+        self._exec("INSERT OR REPLACE INTO sync_rules_refused VALUES (?, ?, ?, ?, ?)",
+                   [(machine, seq, rule_id, error, time.time())])
+
+    def refused(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self._rows("SELECT machine, seq, id, error FROM sync_rules_refused ORDER BY at DESC LIMIT ?", (limit,))
+        return [{"machine": r[0], "segment": r[1], "rule_id": r[2], "error": r[3]} for r in rows]
 
     # counters and facts ----------------------------------------------------------------------------------
     def get(self, key: str, default: int = 0) -> int:

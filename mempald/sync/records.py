@@ -1,6 +1,7 @@
 """What a segment's records hold and how they become store points again: a drawer (its id, every payload field,
 its dense vector and the model that made it), a tombstone (an id forgotten, deleted or purged), a fact of the
-knowledge graph. Pure: no I/O."""
+knowledge graph, a rule (as the rule book holds it, whole: added, accepted or replaced) and a rule's removal.
+Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mempald.features.kg import Triple
+from mempald.features.rule_book import RULE_FIELDS
 from mempald.sync.segment import Record
 
 DRAWER = "drawer"
 TOMB = "tomb"
 FACT = "fact"
+RULE = "rule"
+UNRULE = "unrule"  # a rule removed: remembered like a tombstone, so no segment read later brings it back
 OPS = ("forget", "delete", "purge")
 
 
@@ -51,6 +55,22 @@ def tomb_record(pid: str, detail: Mapping[str, Any]) -> Record:
 def fact_record(t: Triple) -> Record:
     return {"t": FACT, "id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
             "valid_from": t.valid_from, "confidence": t.confidence, "source_drawer": t.source_drawer}
+
+
+def rule_record(rule: Mapping[str, Any]) -> Record:
+    return {"t": RULE, "id": str(rule["id"]), "rule": {k: rule[k] for k in RULE_FIELDS if k in rule}}
+
+
+def unrule_record(rule_id: str, detail: Mapping[str, Any]) -> Record:
+    return {"t": UNRULE, "id": rule_id, "at": float(detail.get("at") or 0.0), "by": str(detail.get("by") or "")}
+
+
+def rule_of(r: Record) -> dict[str, Any] | None:
+    """The rule a rule record holds (its id the record's), else None (not one: reported by the caller)."""
+    rule = r.get("rule")
+    if r.get("t") != RULE or not isinstance(rule, dict) or not isinstance(r.get("id"), str):
+        return None
+    return {**{k: rule[k] for k in RULE_FIELDS if k in rule}, "id": r["id"]}
 
 
 def collapsed(records: Sequence[Record]) -> list[Record]:

@@ -70,11 +70,13 @@ async def status_report(sync: Sync, opened: tuple[SyncFolder, Sealer | None] | N
                 "hint": "not syncing: `mempal sync init DIR` (first machine) or `mempal sync join DIR`"}
     folder, sealer = opened
     seen = await sync.state.run(sync.journal.seen)
+    refused = await sync.state.run(sync.journal.refused)
     machines, problems = await anyio.to_thread.run_sync(folder_view, folder, seen)
     return {"syncing": True, "dir": str(folder.root), "machine": sync.machine, "folder": folder.own.name,
             "encrypted": sealer is not None, "outbox": outbox, "machines": machines, "problems": problems,
             "imported": sync.importer.imported, "embedded_here": sync.importer.embedded_here,
-            "segments_written": sync.exporter.written, "error": sync.error}
+            "segments_written": sync.exporter.written, "error": sync.error,
+            "rules_imported": sync.importer.rules_imported, "rules_refused": refused}
 
 
 async def machines_report(sync: Sync, opened: tuple[SyncFolder, Sealer | None] | None) -> dict[str, Any]:

@@ -2,13 +2,15 @@
 segments and reads the others' while ``[sync] dir`` names a folder (docs/SYNC.md).
 
 What is written: the drawers the writer stores (``stored``, called where drawers are upserted, after redaction),
-tombstones of what is forgotten, deleted or purged (``removed``), and the knowledge graph's new facts. The live
-store and the state database never go into the folder.
+tombstones of what is forgotten, deleted or purged (``removed``), the rules added, accepted, replaced or removed
+here (``rule_changed``), and the knowledge graph's new facts (rule suggestions stay here: they cite local
+drawers). The live store and the state database never go into the folder.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from mempald.sync import seal
 from mempald.sync.exporter import Exporter
 from mempald.sync.folder import SyncFolder
 from mempald.sync.importer import Importer
-from mempald.sync.journal import DRAWER, TOMB, Journal
+from mempald.sync.journal import DRAWER, RULE, TOMB, UNRULE, Journal
 from mempald.sync.report import machines_report, status_report
 
 log = logs.get("sync")
@@ -61,6 +63,15 @@ class Sync:
         """Drawers forgotten, deleted or purged here: their tombstones go into the next segment."""
         if self.on and ids:
             await self.state.run(lambda: self.journal.queue(ids, TOMB, {"op": op, **detail}))
+            self.wake.set()
+
+    async def rule_changed(self, rule_id: str, *, removed: bool, by: str) -> None:
+        """A rule added, accepted, replaced or removed here: the next segment holds it as it is then. A removal is
+        remembered here too, so the rule does not come back from a segment read again later."""
+        if removed:
+            await self.state.run(lambda: self.journal.bury([rule_id], UNRULE))
+        if self.on:
+            await self.state.run(lambda: self.journal.queue([rule_id], RULE, {"at": time.time(), "by": by}))
             self.wake.set()
 
     # the loop ------------------------------------------------------------------------------------------
@@ -163,6 +174,10 @@ class Sync:
             ids = [p.id for p in page]
             await self.state.run(lambda ids=ids: self.journal.queue(ids, DRAWER))  # type: ignore[misc]
             queued += len(ids)
+        book = self.exporter.rules
+        if book is not None:  # the rules kept here travel too
+            rule_ids = [str(r["id"]) for r in await self.state.run(book.rules)]
+            await self.state.run(lambda: self.journal.queue(rule_ids, RULE))
         self.wake.set()
         return {"dir": str(root), "machine": self.machine, "encrypted": encrypted, "queued": queued}
 

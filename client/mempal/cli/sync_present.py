@@ -22,6 +22,8 @@ def sync_status(_args: argparse.Namespace, r: Any) -> str:
                      f"{m.get('last_written') or '-'}")
     for p in r.get("problems") or []:
         lines += ["", f"  could not read {p['segment']} ({p['status']}): {p['error']}", f"    {p['what_to_do']}"]
+    for x in r.get("rules_refused") or []:
+        lines += ["", f"  rule {x['rule_id']} of {x['machine']} (segment {x['segment']}) not applied: {x['error']}"]
     return "\n".join(lines)
 
 
