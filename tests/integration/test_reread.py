@@ -62,7 +62,7 @@ async def test_reread_replaces_what_the_old_adapter_stored(home: Path, formats_d
     state = State(tmp_path / "state.sqlite3")
     daemon = Daemon(settings, Backends(embedder, store, None, state))
     try:
-        (source,) = list(daemon.sources)
+        source = next(s for s in daemon.sources if s.root == projects.resolve())  # (beside ~/.claude's memories)
         machine = daemon.ingestor.machine
         old_ids: dict[Path, list[str]] = {}
         for path, exchanges in old_exchanges(folder).items():
