@@ -122,7 +122,10 @@ def test_cowork_install_hooks_is_install_hooks(home: Path) -> None:
     claude = json.loads((home / ".claude" / "settings.json").read_text())
     codex = json.loads((home / ".codex" / "hooks.json").read_text())
     assert "UserPromptSubmit" in claude["hooks"] and "PreToolUse" in claude["hooks"]
-    assert "UserPromptSubmit" in codex["hooks"] and "PreToolUse" not in codex["hooks"]
+    assert "UserPromptSubmit" in codex["hooks"]
+    # Codex's PreToolUse runs the rules' check only (issue 46; the file gate is Claude Code's)
+    codex_pre = [h["command"] for g in codex["hooks"].get("PreToolUse", []) for h in g["hooks"]]
+    assert codex_pre and all(c.split("'")[-1].split()[0] == "rule" for c in codex_pre), codex_pre
     assert cli("cowork-install-hooks").stderr.count("already up to date") == 1
 
 
