@@ -164,7 +164,9 @@ def test_paths_naming_devices_proc_or_fifos_are_refused(daemon: Daemon, home: Pa
                            ("pack_prune", {"file": "/dev/zero"}), ("init", {"path": "/proc"})):
         err = error_of(daemon, method, params)
         assert err["code"] == INVALID_PARAMS and "not read" in err["message"], (method, params, err)
-    assert [s["path"] for s in daemon.call("watch_list")["sources"]] == [str(home / ".claude" / "projects")]
+    # nothing was added: only the agents' own folders the home has (Claude Code's, and ~/.claude's memories)
+    assert sorted(s["path"] for s in daemon.call("watch_list")["sources"]) == sorted(
+        [str(home / ".claude"), str(home / ".claude" / "projects")])
     healthy(daemon)
 
 
