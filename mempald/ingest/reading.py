@@ -198,44 +198,67 @@ class UnitReader:
             kept = cur.context if cur else CursorContext()
             base = CursorContext(format=fmt.name, parent=kept.parent, agent_type=kept.agent_type, cwd=kept.cwd)
         total = cur.exchanges if cur and fmt.unit == "database" else 0
+        batch: tuple[CursorContext, Input, Parsed] | BaseException = await self._read_batch(root, fmt, base)
         while True:
-            try:
-                ctx = await anyio.to_thread.run_sync(prepare, root, fmt, base)
-                inp = await anyio.to_thread.run_sync(gather, root, fmt, ctx)
-                parsed = await anyio.to_thread.run_sync(fmt.parse, inp)
-            except NormalizeError as exc:
-                res.error = f"not a {fmt.name} {fmt.unit}: {exc}"
-                log.warning("unit_unreadable", path=str(root), format=fmt.name, error=str(exc))
+            if isinstance(batch, BaseException):
+                self._unreadable(root, source, fmt, batch, res)
                 return
-            except sqlite3.Error as exc:  # locked longer than the busy timeout, or damaged: read again when it changes
-                res.error = f"{fmt.name} database not readable now: {exc}"
-                if self.unreadable.get(str(root)) != str(exc):  # counted and logged once while it stays so (a
-                    self.unreadable[str(root)] = str(exc)  # store locked for minutes changes many times a second)
-                    st_err = self.status.setdefault(source.key, SourceStatus())
-                    st_err.errors += 1
-                    st_err.last_error = f"{root}: {res.error}"
-                    log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
-                return
-            # a folder format that knows no working directory files under the folder's name (a Slack export's); a
+            ctx, inp, parsed = batch
+            # (a folder format that knows no working directory files under the folder's name (a Slack export's); a
             # database's chats with no folder of their own under the format's name ("state.vscdb" is no wing)
             info = self.info(root, source, fmt.name)
             if fmt.unit == "folder":
                 info = replace(info, default_wing=normal_wing(root.name))
-            await self.write(parsed, info, lane, res)
+            # A database's gather may read a bounded batch from where its context says (issue 43: a 1 GB store is
+            # not held in memory) and say there is more: it is read batch after batch while its context moves,
+            # the next batch read while this one is written (each read is a few short statements on the editor's
+            # database, so reading ahead holds nothing of the editor's). Until the last batch the cursor keeps no
+            # signature, so a restart mid-way goes on from the last batch written.
+            context = replace(parsed.context, format=fmt.name, files=n)
+            more = inp.more and fmt.unit == "database" and context != replace(ctx, format=fmt.name, files=n)
+            ahead: list[tuple[CursorContext, Input, Parsed] | BaseException] = []
+            async with anyio.create_task_group() as tg:
+                if more:
+                    tg.start_soon(self._read_ahead, root, fmt, parsed.context, ahead)
+                await self.write(parsed, info, lane, res)
             if self.unreadable.pop(str(root), None) is not None:
                 log.info("database_readable", path=str(root), format=fmt.name)
             st = await anyio.to_thread.run_sync(os.stat, root)
             total += len(parsed.exchanges)
-            context = replace(parsed.context, format=fmt.name, files=n)
-            # A database's gather may read a bounded batch from where its context says (issue 43: a 1 GB store is
-            # not held in memory) and say there is more: it is read batch after batch while its context moves.
-            # Until then the cursor keeps no signature, so a restart mid-way goes on from the last batch.
-            more = inp.more and fmt.unit == "database" and context != replace(ctx, format=fmt.name, files=n)
             await self.state.put_cursor(Cursor(str(root), source.key, st.st_ino, -1 if more else size,
                                                0.0 if more else mtime, size, "", context, total))
             if not more:
                 return
-            base = parsed.context
+            batch = ahead[0]
+
+    async def _read_batch(self, root: Path, fmt: Format, base: CursorContext
+                          ) -> tuple[CursorContext, Input, Parsed] | BaseException:
+        """One batch of a unit: what is beside it, its gathered input and its parse; a unit that cannot be read
+        now (not of its format, a database locked or damaged) is returned as its error."""
+        try:
+            ctx = await anyio.to_thread.run_sync(prepare, root, fmt, base)
+            inp = await anyio.to_thread.run_sync(gather, root, fmt, ctx)
+            return ctx, inp, await anyio.to_thread.run_sync(fmt.parse, inp)
+        except (NormalizeError, sqlite3.Error) as exc:
+            return exc
+
+    async def _read_ahead(self, root: Path, fmt: Format, base: CursorContext,
+                          out: list[tuple[CursorContext, Input, Parsed] | BaseException]) -> None:
+        out.append(await self._read_batch(root, fmt, base))
+
+    def _unreadable(self, root: Path, source: Source, fmt: Format, exc: BaseException, res: IngestResult) -> None:
+        if not isinstance(exc, sqlite3.Error):
+            res.error = f"not a {fmt.name} {fmt.unit}: {exc}"
+            log.warning("unit_unreadable", path=str(root), format=fmt.name, error=str(exc))
+            return
+        # locked longer than the busy timeout, or damaged: read again when it changes
+        res.error = f"{fmt.name} database not readable now: {exc}"
+        if self.unreadable.get(str(root)) != str(exc):  # counted and logged once while it stays so (a store
+            self.unreadable[str(root)] = str(exc)  # locked for minutes changes many times a second)
+            st_err = self.status.setdefault(source.key, SourceStatus())
+            st_err.errors += 1
+            st_err.last_error = f"{root}: {res.error}"
+            log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
 
     async def project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
         """Code and notes: a changed file is re-chunked and its old drawers replaced."""
