@@ -3,8 +3,9 @@
     python bench/cursor_backfill.py [--n 5000] [--exchanges 10] [--pad-kb 0] [--smoke] [--json PATH] [--keep]
 
 1. Builds ``~/.config/Cursor/User`` in a temp HOME: the global ``state.vscdb`` (``ItemTable``, ``cursorDiskKV``)
-   with N conversations (``composerData:<id>`` headers, ``bubbleId:<id>:<bubble>`` messages: prompts, answers
-   with code, tool calls whose ``toolFormerData.result`` carries ``--pad-kb`` of output, thinking) and one
+   with N conversations (``composerData:<id>`` headers, ``bubbleId:<id>:<bubble>`` messages: prompts, answers,
+   tool calls whose ``toolFormerData.result`` carries ``--pad-kb`` of output, thinking; prompts and answers of
+   the same lengths as ``bench/backfill.py``'s Claude Code corpus, so the rates per exchange compare) and one
    workspace database naming its folder, WAL mode as Cursor keeps it. ``--n 5000 --pad-kb 20`` makes ~1 GB.
 2. ``read``: the format's own read (``cursor.gather`` through ``sqlite_ro``, batch after batch until ``since``
    stops moving, then ``parse``) while a writer process commits a bubble every 50 ms: exchanges/s, this
@@ -58,14 +59,14 @@ def build(user: Path, n: int, exchanges: int, pad_kb: int, seed: int = 7) -> tup
             u, a, t = f"u{e}", f"a{e}", f"t{e}"
             heads += [{"bubbleId": u, "type": 1}, {"bubbleId": t, "type": 2}, {"bubbleId": a, "type": 2}]
             rows.append((f"bubbleId:{cid}:{u}", json.dumps({"_v": 3, "type": 1, "bubbleId": u,
-                                                             "text": paragraph(rnd, rnd.randint(15, 60))})))
+                                                             "text": paragraph(rnd, rnd.choice((8, 15, 30, 60)))})))
             rows.append((f"bubbleId:{cid}:{t}", json.dumps({
                 "_v": 3, "type": 2, "bubbleId": t, "text": "", "thinking": {"text": paragraph(rnd, 30)},
                 "toolFormerData": {"name": "read_file", "status": "completed",
                                    "rawArgs": json.dumps({"target_file": f"src/m{e}.py"}), "result": pad}})))
             rows.append((f"bubbleId:{cid}:{a}", json.dumps({
                 "_v": 3, "type": 2, "bubbleId": a,
-                "text": paragraph(rnd, rnd.randint(60, 200)) + "\n\n```python\nprint('ok')\n```\n"})))
+                "text": paragraph(rnd, rnd.choice((30, 60, 100, 150, 220)))})))
             total += 1
         db.executemany("INSERT INTO cursorDiskKV VALUES (?, ?)", rows)
         put(db, f"composerData:{cid}", {"_v": 10, "composerId": cid, "name": f"chat {c}", "status": "completed",
