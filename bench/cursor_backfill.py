@@ -35,6 +35,7 @@ from _harness import REPO, Daemon, bench_env, loadavg, paragraph, parser, report
 
 sys.path.insert(0, str(REPO))
 
+from mempal.cli.render import reading_line
 from mempald.normalize import cursor
 from mempald.normalize.model import CursorContext
 from mempald.sources.look import LOOK
@@ -104,9 +105,15 @@ def daemon_run(args: Any, n: int, load_start: list[float]) -> None:
             ready_s = d.wait_ready()
             ready_mb = d.rss_mb()
             t0 = d.started_at
+            said: list[str] = []  # ``status``'s progress line for the store, mid-way
             while True:
                 st = d.call("status")
-                if st["scans"] >= 1 and st["file_backlog"] == 0 and int(st["drawers"]) >= total:
+                lines = [reading_line(r) for src in st["sources"] for r in src.get("reading") or []]
+                if lines and (not said or (len(said) == 1 and "% of its rows" in lines[0] and
+                              float(lines[0].split(": ", 1)[1].split(" %")[0]) >= 40)):
+                    said.append(lines[0])  # the first one, and one past 40 %
+                if st["scans"] >= 1 and st["file_backlog"] == 0 and int(st["drawers"]) >= total \
+                        and not lines:
                     break
                 time.sleep(0.25)
             done_s = time.monotonic() - t0
@@ -132,7 +139,8 @@ def daemon_run(args: Any, n: int, load_start: list[float]) -> None:
               "keyword_done_s": round(done_s, 2), "exchanges_per_s": round(total / done_s, 1),
               "rss_growth_mb": round(peak_mb - ready_mb, 1), "peak_rss_mb": round(peak_mb, 1),
               "follow_s": round(follow_s, 2), "writer_max_lock_wait_ms": round(wr["max_lock_wait"] * 1000, 2),
-              "writer_max_commit_ms": round(wr["max_commit"] * 1000, 2), "loadavg_start": load_start}
+              "writer_max_commit_ms": round(wr["max_commit"] * 1000, 2), "loadavg_start": load_start,
+              "status_said": said}
     report("cursor backfill (daemon, keyword pass)", [
         ("conversations / exchanges", f"{n} / {total}"),
         ("database (MB)", result["db_mb"]),
@@ -142,6 +150,7 @@ def daemon_run(args: Any, n: int, load_start: list[float]) -> None:
         ("a new exchange searchable in (s)", result["follow_s"]),
         ("Cursor's longest lock wait / commit (ms)",
          f"{result['writer_max_lock_wait_ms']} / {result['writer_max_commit_ms']}"),
+        *(("status said", line) for line in said),
     ], result, args.json)
 
 

@@ -161,6 +161,10 @@ class StatusReport:
                 "backlog_bytes": mine.backlog_bytes,
                 "errors": st.errors if st else 0, "last_error": st.last_error if st else "",
                 "skipped": dict(st.skipped) if st else {},
+                # databases read batch after batch now: how far (their own units, row ids), stored so far
+                "reading": [{"path": path, "done": p.done, "of": p.of, "exchanges": p.exchanges,
+                             "percent": round(100.0 * p.done / p.of, 1) if p.of else 0.0,
+                             "started": round(p.started, 1)} for path, p in (st.reading.items() if st else ())],
                 **_refused(self.scanner.refused.get(s.key, {})),
                 "redactions": counters.get(s.key, {}).get("redactions", 0),
             })

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,6 +82,17 @@ class SourceStatus:
     last_error: str = ""
     last_ingest: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)
+    reading: dict[str, UnitProgress] = field(default_factory=dict)  # databases read batch after batch now
+
+
+@dataclass(slots=True)
+class UnitProgress:
+    """How far a database read batch after batch has come (``status``): its format's own units (row ids)."""
+
+    done: int
+    of: int
+    exchanges: int  # stored from it so far, this read and before
+    started: float  # (time.time())
 
 
 def parse_document(fmt: Format, data: bytes, name: str, ctx: CursorContext) -> Parsed:
@@ -201,6 +213,7 @@ class UnitReader:
         batch: tuple[CursorContext, Input, Parsed] | BaseException = await self._read_batch(root, fmt, base)
         while True:
             if isinstance(batch, BaseException):
+                self._progress(root, source, None, total)
                 self._unreadable(root, source, fmt, batch, res)
                 return
             ctx, inp, parsed = batch
@@ -227,9 +240,19 @@ class UnitReader:
             total += len(parsed.exchanges)
             await self.state.put_cursor(Cursor(str(root), source.key, st.st_ino, -1 if more else size,
                                                0.0 if more else mtime, size, "", context, total))
+            self._progress(root, source, inp.progress if more else None, total)
             if not more:
                 return
             batch = ahead[0]
+
+    def _progress(self, root: Path, source: Source, progress: tuple[int, int] | None, total: int) -> None:
+        """Keep (or, once read, drop) how far a database read batch after batch has come, for ``status``."""
+        st = self.status.setdefault(source.key, SourceStatus())
+        if progress is None:
+            st.reading.pop(str(root), None)
+            return
+        was = st.reading.get(str(root))
+        st.reading[str(root)] = UnitProgress(progress[0], progress[1], total, was.started if was else time.time())
 
     async def _read_batch(self, root: Path, fmt: Format, base: CursorContext
                           ) -> tuple[CursorContext, Input, Parsed] | BaseException:

@@ -134,6 +134,7 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
     tables = _tables(db, look)
     rows: list[dict[str, Any]] = []
     more = False
+    progress: tuple[int, int] | None = None
     if "cursorDiskKV" in tables:
         # Cursor writes a row with ``INSERT OR REPLACE``: a written row takes the next row id, so the rows written
         # since the last read are those from ``since`` on (the row at ``since`` included: a row replaced while it
@@ -154,12 +155,16 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
                 more = True
                 break  # the rest from ``covered`` on is the next batch's
         ctx = replace(ctx, since=covered)  # what this batch covers (``parse`` holds it back for a chat not whole)
+        if more:  # how far a backfill has come (``status``): the newest row id, from the table's b-tree at once
+            last = look.rows(db, "SELECT max(rowid) FROM cursorDiskKV")
+            top = int(last[0][0]) if last and isinstance(last[0][0], int) else covered
+            progress = (covered, max(top, covered))
         wanted = {str(r["key"])[len(COMPOSER):] for r in rows if str(r["key"]).startswith(COMPOSER)}
         rows += _workspaces(db, wanted, look)
     if "ItemTable" in tables:
         rows += [{"table": "ItemTable", "key": str(k), "value": v} for k, v in
                  look.rows(db, "SELECT key, value FROM ItemTable WHERE key IN (?, ?)", (LEGACY_CHAT, PANEL_SESSIONS))]
-    return Input(name=str(db), context=ctx, rows=rows, more=more)
+    return Input(name=str(db), context=ctx, rows=rows, more=more, progress=progress)
 
 
 @dataclass

@@ -147,6 +147,9 @@ class Input:
     files: Mapping[str, bytes] = field(default_factory=dict)
     rows: Sequence[Mapping[str, Any]] = ()
     more: bool = False  # a database's gather read a bounded batch: the intake reads the next one at once
+    # A database's gather that read a bounded batch: how far its rows are read (done, of; in the format's own
+    # units, e.g. row ids), shown by ``status`` while the rest is read. None: not known.
+    progress: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,7 @@ async def test_a_large_store_is_read_batch_after_batch_into_the_daemon(
     from mempald.store.base import Filters
     from mempald.store.edge import EdgeStore
     from tests.cursor_samples import create_db
+    from mempal.cli.render import reading_line
 
     monkeypatch.setattr(cursor, "BATCH_BYTES", 1)  # one conversation a batch
     watched = tmp_path / "watched"
@@ -202,10 +203,26 @@ async def test_a_large_store_is_read_batch_after_batch_into_the_daemon(
     settings = parse_settings({"store": {"machine": "t"}, "sources": {"claude_projects": "", "codex_sessions": "",
                                                                      "watch": [{"path": str(watched)}]}}, env={})
     palace = Palace(settings, Backends(embedder, store, None, state))
+    seen: list[dict[str, Any]] = []  # what ``status`` said of the database each time a batch was written
+    write = palace.ingestor.writer.write
+
+    async def write_and_look(*args: Any) -> Any:
+        report = await palace.status.report()
+        seen.extend(r for s in report["sources"] for r in s["reading"])
+        return await write(*args)
+
+    monkeypatch.setattr(palace.ingestor.writer, "write", write_and_look)
     try:
         source = palace.sources.source_for(db_path)
         assert source is not None
         await palace.ingestor.ingest_path(db_path, source, BACKFILL)
+        # while it was read: its path, how far (row ids: 0 < done <= of), what was stored so far, growing
+        assert len(seen) >= 10 and all(r["path"] == str(db_path) and 0 < r["done"] <= r["of"] for r in seen)
+        assert [r["exchanges"] for r in seen] == sorted(r["exchanges"] for r in seen) and seen[-1]["exchanges"] > 0
+        assert [r["percent"] for r in seen] == sorted(r["percent"] for r in seen) and 0 < seen[0]["percent"] < 50
+        assert "% of its rows" in reading_line(seen[-1]) and "globalStorage/state.vscdb" in reading_line(seen[-1])
+        report = await palace.status.report()
+        assert not any(s["reading"] for s in report["sources"])  # read whole: no longer said
         sessions: list[str] = []
         async for page in palace.store.pages(Filters(include_deleted=True)):
             sessions += [str(pt.payload.get("session_id")) for pt in page]

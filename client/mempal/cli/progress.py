@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from mempal.cli.render import reading_line
 from mempal.connection import call
 
 
@@ -13,7 +14,7 @@ def caught_up(st: dict[str, Any]) -> bool:
     """Nothing left to read or embed: the first scan done, no file or dense backlog, no source with files behind
     (bytes may wait: a transcript's unfinished last line is read once it is complete)."""
     return (int(st.get("scans") or 0) >= 1 and not st.get("dense_backlog") and not st.get("file_backlog")
-            and not any(s.get("backlog_files") for s in st.get("sources", [])))
+            and not any(s.get("backlog_files") or s.get("reading") for s in st.get("sources", [])))
 
 
 def status_line(st: dict[str, Any]) -> str:
@@ -22,7 +23,8 @@ def status_line(st: dict[str, Any]) -> str:
     rate = float(st.get("dense_rate") or 0)
     state = "caught up" if caught_up(st) else (f"embedding {st.get('dense_backlog')} drawers ({rate:.1f}/s), "
                                                f"{st.get('file_backlog')} files queued, {behind} files behind")
-    return f"{time.strftime('%H:%M:%S')} drawers {st.get('drawers')}: {state}"
+    reading = "".join(f"; {reading_line(r)}" for s in st.get("sources", []) for r in s.get("reading") or [])
+    return f"{time.strftime('%H:%M:%S')} drawers {st.get('drawers')}: {state}{reading}"
 
 
 class _Stop(Exception):
@@ -90,6 +92,8 @@ def _watch_live(interval: float, until_idle: bool) -> int:
                               f"{s['files']} files, {s['exchanges']} exchanges"
                               + (f", behind {s['backlog_files']} files / {s['backlog_bytes']} B" if behind else
                                  ", up to date"))
+                for r in s.get("reading") or []:
+                    table.add_row("", reading_line(r))
             for w in st.get("warnings", []):
                 table.add_row("[red]warning[/red]", w)
             outer = Table.grid()

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+import time
 from typing import Any
+
+
+def reading_line(r: dict[str, Any]) -> str:
+    """How far a database read batch after batch (an editor's store being backfilled) has come."""
+    name = "/".join(str(r.get("path") or "").replace("\\", "/").split("/")[-2:])  # globalStorage/state.vscdb
+    took = max(0.0, time.time() - float(r.get("started") or time.time()))
+    return (f"reading {name}: {float(r.get('percent') or 0):.0f} % of its rows ({r.get('done')} of {r.get('of')}), "
+            f"{r.get('exchanges')} exchanges stored, for {int(took)} s")
 
 
 def _width() -> int:
@@ -121,6 +130,8 @@ def status(st: dict[str, Any]) -> str:
         if s.get("refused"):  # files the last scan would not read (special files, over the size cap, ...)
             lines.append("      not read: " + ", ".join(f"{n} {why}" for why, n in sorted(s["refused"].items()))
                          + "".join(f"\n        {path} ({why})" for path, why in (s.get("refused_paths") or {}).items()))
+        for r in s.get("reading") or []:  # a database read batch after batch (an editor's store's backfill)
+            lines.append("      " + reading_line(r))
         if s.get("skipped"):  # parts of files read but not stored, by reason
             lines.append("      skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(s["skipped"].items())))
     for w in st.get("warnings", []):
