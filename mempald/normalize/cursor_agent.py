@@ -57,6 +57,7 @@ DB_NAME = "store.db"
 BATCH_BYTES = 32 << 20  # message bytes one gather reads whole at most (a larger exchange is still read whole)
 PAGE = 32  # blob ids one statement asks for
 HEAD = 96  # bytes of an already read message looked at (its role)
+MAX_PROBES = 256  # folders looked at to resolve one project slug's dashes
 _MAGIC = b"SQLite format 3\x00"
 _USER = b'"role":"user"'
 
@@ -72,15 +73,44 @@ def _in_chats(db: PurePath) -> bool:
 
 def beside(db: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
     """A chat with no workspace yet: the ``~/.cursor/projects/<slug>`` folder whose path's md5 names the chat's
-    folder (``/home/u/app`` -> ``home-u-app``; a path with dashes in its names is not found this way)."""
+    folder (``/home/u/my-app`` -> ``home-u-my-app``: the dashes resolved against the folders that exist)."""
     if ctx.cwd or not _in_chats(db):
         return ctx
     wanted = db.parents[1].name.lower()
     for slug in look.entries(db.parents[3] / "projects"):
-        path = "/" + slug.replace("-", "/")
-        if hashlib.md5(path.encode("utf-8"), usedforsecurity=False).hexdigest() == wanted:
-            return replace(ctx, cwd=path)
+        found = _resolve(slug.split("-"), wanted, look)
+        if found:
+            return replace(ctx, cwd=found)
     return ctx
+
+
+def _md5(path: str) -> str:
+    return hashlib.md5(path.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def _resolve(parts: list[str], wanted: str, look: Look, budget: int = MAX_PROBES) -> str:
+    """The absolute path a project slug spells whose md5 is ``wanted`` (its dashes are slashes or dashes: each
+    prefix tried against the folders that exist, at most ``budget`` of them); "" when none is."""
+    plain = "/" + "/".join(parts)
+    if _md5(plain) == wanted:
+        return plain
+    probes = [budget]
+
+    def walk(base: str, at: int) -> str:
+        for end in range(at + 1, len(parts) + 1):
+            path = f"{base}/{'-'.join(parts[at:end])}"
+            if end == len(parts):
+                return path if _md5(path) == wanted else ""
+            probes[0] -= 1
+            if probes[0] < 0:
+                return ""
+            if look.is_dir(PurePath(path)):
+                found = walk(path, end)
+                if found:
+                    return found
+        return ""
+
+    return walk("", 0)
 
 
 def _pages(db: PurePath, sql: str, ids: list[str], look: Look) -> list[tuple[Any, ...]]:

@@ -142,6 +142,13 @@ def test_the_wing_from_user_info_or_the_projects_folder_else_none(tmp_path: Path
     assert {e.cwd for e in read(db2)[1].exchanges} == {None}  # no workspace anywhere: the format's wing
     (tmp_path / ".cursor" / "projects" / "home-dev-projects-tally").mkdir(parents=True)
     assert {e.cwd for e in read(db2)[1].exchanges} == {other}  # the projects folder whose md5 names the chat's
+    # a workspace with dashes in its folder names: resolved against the folders that exist
+    dashed = tmp_path / "work-tree" / "my-app"
+    dashed.mkdir(parents=True)
+    db3 = store_path(chats, workspace=str(dashed), agent="a3")
+    write_chat(db3, plain, workspace=None, agent="a3")
+    (tmp_path / ".cursor" / "projects" / str(dashed).strip("/").replace("/", "-")).mkdir()
+    assert {e.cwd for e in read(db3)[1].exchanges} == {str(dashed)}
 
 
 def test_unknown_tables_a_damaged_root_a_lock_and_a_foreign_store_db(tmp_path: Path) -> None:
