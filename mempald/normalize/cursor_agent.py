@@ -55,7 +55,9 @@ NAME = "cursor_agent"
 SOURCE_KIND = "cursor"  # the drawers of Cursor's own store: a chat read from any copy lands on the same ones
 DB_NAME = "store.db"
 BATCH_BYTES = 32 << 20  # message bytes one gather reads whole at most (a larger exchange is still read whole)
-PAGE = 32  # blob ids one statement asks for
+PAGE = 128  # blob ids one statement asks for
+LENGTHS = 512  # blob ids one statement asks the length of (read from the record header, not the blob)
+STATEMENT_BYTES = 8 << 20  # blob bytes one statement reads at most (one larger blob is read alone)
 HEAD = 96  # bytes of an already read message looked at (its role)
 MAX_PROBES = 256  # folders looked at to resolve one project slug's dashes
 _MAGIC = b"SQLite format 3\x00"
@@ -113,11 +115,21 @@ def _resolve(parts: list[str], wanted: str, look: Look, budget: int = MAX_PROBES
     return walk("", 0)
 
 
-def _pages(db: PurePath, sql: str, ids: list[str], look: Look) -> list[tuple[Any, ...]]:
+def _pages(db: PurePath, sql: str, ids: list[str], look: Look, sizes: Mapping[str, int] | None = None,
+           page: int = PAGE) -> list[tuple[Any, ...]]:
+    """``sql`` over ``ids`` (once each), a short statement per page of ids: at most ``page`` of them and, when
+    their ``sizes`` are known, ``STATEMENT_BYTES`` of blob (a larger blob is asked for alone)."""
     out: list[tuple[Any, ...]] = []
-    unique = list(dict.fromkeys(ids))
-    for i in range(0, len(unique), PAGE):
-        part = unique[i:i + PAGE]
+    part: list[str] = []
+    size = 0
+    for cid in dict.fromkeys(ids):
+        more = int((sizes or {}).get(cid) or 0)
+        if part and (len(part) >= page or size + more > STATEMENT_BYTES):
+            out += look.rows(db, sql.format(",".join("?" * len(part))), tuple(part))
+            part, size = [], 0
+        part.append(cid)
+        size += more
+    if part:
         out += look.rows(db, sql.format(",".join("?" * len(part))), tuple(part))
     return out
 
@@ -146,9 +158,13 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
         raise StoreDamaged(f"{db}: its root blob {root_id[:12]} does not decode ({exc})") from None
     agent = as_str(meta.get("agentId")) or db.parent.name
     since = ctx.since if ctx.session_id == agent and ctx.since <= len(root.children) else 0
-    heads = {str(i): (n, h) for i, n, h in _pages(
-        db, f"SELECT id, length(data), substr(data, 1, {HEAD}) FROM blobs WHERE id IN ({{}})",
-        list(root.children), look)}
+    # a blob's length is read without reading the blob; its first bytes (its role) and the whole of the ones
+    # wanted in statements of at most STATEMENT_BYTES, so none holds its read snapshot long
+    lengths = {str(i): int(n or 0) for i, n in _pages(
+        db, "SELECT id, length(data) FROM blobs WHERE id IN ({})", list(root.children), look, page=LENGTHS)}
+    heads = {str(i): (lengths.get(str(i), 0), h) for i, h in _pages(
+        db, f"SELECT id, substr(data, 1, {HEAD}) FROM blobs WHERE id IN ({{}})", list(root.children), look,
+        lengths)}
     want: list[str] = []
     size, cut = 0, len(root.children)
     for n, cid in enumerate(root.children):
@@ -160,7 +176,7 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
         if n >= since or user:
             want.append(cid)
             size += length if n >= since and isinstance(length, int) else 0
-    whole = dict(_pages(db, "SELECT id, data FROM blobs WHERE id IN ({})", want, look))
+    whole = dict(_pages(db, "SELECT id, data FROM blobs WHERE id IN ({})", want, look, lengths))
     for n, cid in enumerate(root.children[:cut]):
         part = "missing" if cid not in heads else "before" if n < since else "whole"
         value = whole.get(cid, heads.get(cid, (0, None))[1])

@@ -261,3 +261,32 @@ def test_any_messages_never_crash_and_are_accounted_for_once(messages: list[tupl
     accounted(inp, parsed)
     keys = [e.key for e in parsed.exchanges]
     assert len(set(keys)) == len(keys)
+
+
+class Counting:
+    """The intake's Look, its statements recorded."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, tuple[Any, ...]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(LOOK, name)
+
+    def rows(self, database: Any, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        self.statements.append((sql, params))
+        return LOOK.rows(database, sql, params)
+
+
+def test_no_statement_reads_more_than_its_share_of_blob_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = store_path(tmp_path / "chats")
+    chat = [user_info()] + [m for n in range(6) for m in (query(f"step {n}"), said(str(n) * 3000))]
+    write_chat(db, chat)
+    monkeypatch.setattr(ca, "STATEMENT_BYTES", 7000)
+    look = Counting()
+    inp = ca.gather(db, CursorContext(format=ca.NAME), look)
+    sizes = {hashlib.sha256(json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest():
+             len(json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode()) for m in chat}
+    reads = [params for sql, params in look.statements if sql.startswith("SELECT id, data")]
+    assert len(reads) >= 3
+    assert all(len(p) == 1 or sum(sizes[i] for i in p) <= 7000 for p in reads)
+    assert len(ca.parse(inp).exchanges) == 6
