@@ -58,10 +58,9 @@ BATCH_BYTES = 32 << 20  # message bytes one gather reads whole at most (a larger
 PAGE = 128  # blob ids one statement asks for
 LENGTHS = 512  # blob ids one statement asks the length of (read from the record header, not the blob)
 STATEMENT_BYTES = 8 << 20  # blob bytes one statement reads at most (one larger blob is read alone)
-HEAD = 96  # bytes of an already read message looked at (its role)
+HEAD = blobs.HEAD  # bytes of an already read message looked at (its role)
 MAX_PROBES = 256  # folders looked at to resolve one project slug's dashes
 _MAGIC = b"SQLite format 3\x00"
-_USER = b'"role":"user"'
 
 
 class StoreDamaged(sqlite3.DatabaseError):
@@ -169,7 +168,7 @@ def gather(db: PurePath, ctx: CursorContext, look: Look) -> Input:
     size, cut = 0, len(root.children)
     for n, cid in enumerate(root.children):
         length, head = heads.get(cid, (0, b""))
-        user = isinstance(head, bytes) and (_USER in head or b'"role"' not in head)
+        user = isinstance(head, bytes) and blobs.may_be_user(head)
         if n >= since and size >= BATCH_BYTES and user and n > since:
             cut = n
             break

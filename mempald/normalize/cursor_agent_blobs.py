@@ -26,6 +26,7 @@ from mempald.normalize.model import strip_injected
 
 DIGEST = 32  # bytes of a SHA-256: a child reference in the root blob
 MAX_CHILDREN = 100_000
+HEAD = 96  # bytes of a message looked at for its role
 _QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 _INJECTED = ("user_info", "rules", "user_rules", "attached_files", "additional_data", "project_layout", "git_status",
              "system_reminder", "system-reminder", "cursor_commands", "custom_instructions", "timestamp",
@@ -119,6 +120,11 @@ def message_of(data: Any) -> dict[str, Any] | None:
         return None
     found = loads(data)
     return found if isinstance(found, dict) else None
+
+
+def may_be_user(head: bytes) -> bool:
+    """Could a message starting with these bytes be a user's (its role says so, or is not among them)?"""
+    return b'"role":"user"' in head[:HEAD] or b'"role"' not in head[:HEAD]
 
 
 def text_of(content: Any) -> str:

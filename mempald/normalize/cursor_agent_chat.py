@@ -63,7 +63,11 @@ class Chat:
         if part == "missing":
             self.hold(n, ref)
             return
-        msg = blobs.message_of(row.get("value"))
+        value = row.get("value")
+        if part == "before" and isinstance(value, bytes) and not blobs.may_be_user(value):
+            self.ledger.folded(ref, self.key, "read at an earlier read")  # (its first bytes only: not a prompt)
+            return
+        msg = blobs.message_of(value)
         role = msg.get("role") if msg is not None else None
         if part == "before":
             if msg is not None and role == "user":
