@@ -207,16 +207,15 @@ def parse(inp: Input) -> Parsed:
     meta = _meta(inp.rows)
     for row in inp.rows:
         if row.get("table") == "meta":
-            ok = row["key"] != "0" or blobs.meta_of(row["value"]) is not None
-            ledger.folded(f"meta/{row['key']}", "", "chat metadata") if ok else \
+            if row["key"] != "0" or blobs.meta_of(row["value"]) is not None:
+                ledger.folded(f"meta/{row['key']}", "", "chat metadata")
+            else:
                 ledger.skipped(f"meta/{row['key']}", "metadata not hex JSON")
         elif row.get("table") == "sqlite_master":
             ledger.skipped("sqlite_master/tables", "not a cursor-agent chat store (no meta and blobs tables)")
     agent = as_str(meta.get("agentId")) or PurePath(inp.name.replace("\\", "/")).parent.name
     root_row = next((r for r in inp.rows if r.get("part") == "root"), None)
-    if root_row is None:
-        if any(r.get("table") == "meta" for r in inp.rows):
-            ledger.skipped("meta/0", "no chat yet (no root blob)") if not meta else None
+    if root_row is None:  # no chat yet (no root blob named): its metadata is accounted for above
         return Parsed([], ledger, replace(ctx, format=NAME))
     ref = f"blobs/{root_row['key']}"
     try:

@@ -290,3 +290,19 @@ def test_no_statement_reads_more_than_its_share_of_blob_bytes(tmp_path: Path, mo
     assert len(reads) >= 3
     assert all(len(p) == 1 or sum(sizes[i] for i in p) <= 7000 for p in reads)
     assert len(ca.parse(inp).exchanges) == 6
+
+
+def test_metadata_that_does_not_decode_and_a_root_not_written_yet_store_nothing(tmp_path: Path) -> None:
+    db = build_chat(tmp_path / "chats")
+    con = sqlite3.connect(db, isolation_level=None)
+    meta = blobs.meta_of(con.execute("SELECT value FROM meta").fetchone()[0])
+    assert meta is not None
+    con.execute("UPDATE meta SET value = ?", (meta_hex({**meta, "latestRootBlobId": "ab" * 32}),))
+    inp, parsed = read(db, CursorContext(format=ca.NAME, session_id=AGENT, since=4))
+    accounted(inp, parsed)
+    assert parsed.exchanges == [] and parsed.context.since == 4  # read again, from where it was, once written
+    con.execute("UPDATE meta SET value = 'zz-not-hex'")
+    inp, parsed = read(db)
+    con.close()
+    accounted(inp, parsed)
+    assert parsed.exchanges == [] and parsed.ledger.counts() == {"skipped: metadata not hex JSON": 1}
