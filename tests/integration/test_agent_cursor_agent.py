@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Daemon
-from tests.cursor_agent_samples import AGENT, build_chat, grown, store_path, write_chat
+from tests.cursor_agent_samples import AGENT, build_chat, grown, query, said, store_path, write_chat
 
 
 def hits(d: Daemon, query: str, **kw: Any) -> list[dict[str, Any]]:
@@ -86,3 +86,30 @@ def test_a_cursor_agent_chat_is_found_followed_and_inspected(daemon: Daemon, hom
     assert len(report["exchanges"]) == 3 and {e["wing"] for e in report["exchanges"]} == {"ledgerly"}
     assert report["accounted"]["skipped: system prompt"] == 1
     assert report["accounted"]["folded: tool result"] == 2
+
+
+@pytest.mark.timeout(600)
+def test_a_chat_growing_at_full_speed_is_followed_without_holding_the_writer(daemon: Daemon, home: Path) -> None:
+    """cursor-agent writing turns back to back (faster than it does) while the daemon reads: no commit fails or
+    waits 100 ms on mempald, and every exchange ends stored exactly once."""
+    agent = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+    db = store_path(home / ".cursor" / "chats", agent=agent)
+    chat = [*grown()[:2]]
+    write_chat(db, chat, agent=agent)
+    daemon.start()
+    waits: list[float] = []
+    turns = 40
+    for n in range(turns):
+        chat += [query(f"Turn {n}: check invoice batch {n} for rounding"), said(f"Invoice batch {n} rounds cleanly.")]
+        t = time.monotonic()
+        write_chat(db, chat, agent=agent)  # a transaction: blobs, the new root, the meta row
+        waits.append(time.monotonic() - t)
+
+    def stored() -> list[dict[str, Any]]:
+        return [h for h in hits(daemon, "invoice batch rounds cleanly rounding", session_id=[agent], limit=100)]
+
+    daemon.wait_for(lambda: len({h["exchange_key"] for h in stored()}) == turns, timeout=120)
+    got = stored()
+    assert len(got) == len({h["exchange_key"] for h in got}) == turns, "each exchange stored once"
+    print(f"the writer: {turns} commits, longest {max(waits) * 1000:.1f} ms")
+    assert max(waits) < 0.1, f"cursor-agent's commit took {max(waits) * 1000:.0f} ms while mempald read"
