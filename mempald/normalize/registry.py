@@ -23,6 +23,7 @@ from mempald.normalize import (
     copilot,
     copilot_cli,
     cursor,
+    cursor_agent,
     cursor_export,
     gemini,
     opencode_db,
@@ -41,7 +42,7 @@ FORMATS: tuple[Format, ...] = (
     cursor.FORMAT, aider.FORMAT, specstory.FORMAT, cursor_export.FORMAT, gemini.FORMAT, antigravity.FORMAT,
     opencode_export.FORMAT, copilot.FORMAT, copilot_cli.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
     claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT,
-    agent_memory.FORMAT, plaintext.FORMAT,
+    cursor_agent.FORMAT, agent_memory.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT
 _BY_NAME = {f.name: f for f in FORMATS}

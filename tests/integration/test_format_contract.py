@@ -36,6 +36,7 @@ from mempald.store.base import Filters
 from mempald.store.edge import EdgeStore
 from tests.conftest import FORMATS, REPO, lines_in
 from tests.copilot_samples import write_cli_session, write_json_session, write_jsonl_session
+from tests.cursor_agent_samples import build_chat
 from tests.cursor_samples import build_cursor_user
 from tests.unit.normalize.test_cursor_export import EXPORT, SPECSTORY_V2
 
@@ -72,6 +73,7 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "opencode_export": ("repo:tests/fixtures/opencode/export/ses_9c8e9f580001e71lHFE8l6hlvY.json",),
     "text": (":note.md",),
     "cursor": (":state.vscdb",),  # a Cursor store in the real schema, built by tests/cursor_samples.py
+    "cursor_agent": (":store.db",),  # a cursor-agent chat store in the real shape, tests/cursor_agent_samples.py
     "copilot": (":chat_session.json", ":chat_session.jsonl"),  # tests/copilot_samples.py
     "copilot_cli": (":events.jsonl",),
     "specstory": (":specstory.md",),  # tests/unit/normalize/test_cursor_export.py
@@ -138,6 +140,8 @@ async def palace(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tupl
 
 def _place(fmt: str, rel: str, folder: Path) -> Unit:
     folder.mkdir(parents=True, exist_ok=True)
+    if rel == ":store.db":
+        return Unit(fmt, build_chat(folder / "chats"), None)
     if rel.startswith(":") and registry.by_name(fmt).reads == "rows":
         return Unit(fmt, build_cursor_user(folder), None)
     if rel in WRITTEN:

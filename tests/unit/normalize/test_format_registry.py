@@ -37,7 +37,7 @@ def test_every_format_has_one_parse_signature() -> None:
     assert [f.name for f in registry.FORMATS] == ["cursor", "aider", "specstory", "cursor_export", "gemini",
                                                   "antigravity", "opencode_export", "copilot", "copilot_cli", "chatgpt",
                                                   "claude_ai", "codex", "claude_code", "cline", "slack", "opencode",
-                                                  "opencode_db", "agent_memory", "text"]
+                                                  "opencode_db", "cursor_agent", "agent_memory", "text"]
     for fmt in registry.FORMATS:
         sig = inspect.signature(fmt.parse)
         assert list(sig.parameters) == ["inp"], fmt.name
