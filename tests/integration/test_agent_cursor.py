@@ -176,6 +176,7 @@ async def test_a_large_store_is_read_batch_after_batch_into_the_daemon(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The intake reads a database unit batch after batch (each bounded by ``cursor.BATCH_BYTES``) until its
     context stops moving: every conversation is stored, each once, and a re-read adds nothing."""
+    from mempal.cli.render import reading_line
     from mempald.config import parse_settings
     from mempald.embed.embedder import Embedder
     from mempald.ingest.queues import BACKFILL
@@ -187,7 +188,6 @@ async def test_a_large_store_is_read_batch_after_batch_into_the_daemon(
     from mempald.store.base import Filters
     from mempald.store.edge import EdgeStore
     from tests.cursor_samples import create_db
-    from mempal.cli.render import reading_line
 
     monkeypatch.setattr(cursor, "BATCH_BYTES", 1)  # one conversation a batch
     watched = tmp_path / "watched"
