@@ -222,6 +222,8 @@ class UnitReader:
             info = self.info(root, source, fmt.name)
             if fmt.unit == "folder":
                 info = replace(info, default_wing=normal_wing(root.name))
+            elif not info.default_wing:  # a chat with no workspace: a wing named for its editor (issue 43)
+                info = replace(info, default_wing=normal_wing(fmt.agent or fmt.name))
             # A database's gather may read a bounded batch from where its context says (issue 43: a 1 GB store is
             # not held in memory) and say there is more: it is read batch after batch while its context moves,
             # the next batch read while this one is written (each read is a few short statements on the editor's

@@ -77,6 +77,14 @@ def test_a_cursor_agent_chat_is_found_followed_and_inspected(daemon: Daemon, hom
     daemon.wait_for(lambda: hits(daemon, "ledger total drift", session_id=["0d1e2f3a-4b5c-4d6e-8f70-819203a4b5c6"]),
                     timeout=120)
 
+    # a chat that names no workspace (no root field, no <user_info>): the wing named for the editor
+    lone = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
+    write_chat(store_path(chats, "/nowhere/known", agent=lone),
+               [query("Why does the heron queue stall after midnight?"), said("The heron queue's cron uses UTC.")],
+               workspace=None, agent=lone)
+    lone_hits = daemon.wait_for(lambda: hits(daemon, "heron queue stall midnight", session_id=[lone]), timeout=120)
+    assert {(h["agent"], h["wing"]) for h in lone_hits} == {("cursor", "cursor")}
+
     # `mempal inspect` takes the store: its exchanges, every blob read accounted for
     out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "inspect", str(db), "--json"],
                          capture_output=True, text=True, env=daemon.env, timeout=120)
