@@ -237,7 +237,8 @@ class UnitReader:
                     tg.start_soon(self._read_ahead, root, fmt, parsed.context, ahead)
                 await self.write(parsed, info, lane, res)
             if self.unreadable.pop(str(root), None) is not None:
-                log.info("database_readable", path=str(root), format=fmt.name)
+                log.info("database_readable" if fmt.unit == "database" else "unit_readable", path=str(root),
+                         format=fmt.name)
             st = await anyio.to_thread.run_sync(os.stat, root)
             total += len(parsed.exchanges)
             await self.state.put_cursor(Cursor(str(root), source.key, st.st_ino, -1 if more else size,
@@ -272,18 +273,19 @@ class UnitReader:
         out.append(await self._read_batch(root, fmt, base))
 
     def _unreadable(self, root: Path, source: Source, fmt: Format, exc: BaseException, res: IngestResult) -> None:
-        if not isinstance(exc, sqlite3.Error):
-            res.error = f"not a {fmt.name} {fmt.unit}: {exc}"
-            log.warning("unit_unreadable", path=str(root), format=fmt.name, error=str(exc))
-            return
-        # locked longer than the busy timeout, or damaged: read again when it changes
-        res.error = f"{fmt.name} database not readable now: {exc}"
-        if self.unreadable.get(str(root)) != str(exc):  # counted and logged once while it stays so (a store
-            self.unreadable[str(root)] = str(exc)  # locked for minutes changes many times a second)
+        """A unit not of its format, or a database locked longer than the busy timeout or damaged: counted and
+        logged once while it stays so (a store locked for minutes changes many times a second), read again
+        when it changes."""
+        database = isinstance(exc, sqlite3.Error)
+        res.error = (f"{fmt.name} database not readable now: {exc}" if database else
+                     f"not a {fmt.name} {fmt.unit}: {exc}")
+        if self.unreadable.get(str(root)) != str(exc):
+            self.unreadable[str(root)] = str(exc)
             st_err = self.status.setdefault(source.key, SourceStatus())
             st_err.errors += 1
             st_err.last_error = f"{root}: {res.error}"
-            log.warning("database_unreadable", path=str(root), format=fmt.name, error=str(exc))
+            log.warning("database_unreadable" if database else "unit_unreadable", path=str(root), format=fmt.name,
+                        error=str(exc))
 
     async def project_file(self, path: Path, source: Source, lane: int, res: IngestResult) -> None:
         """Code and notes: a changed file is re-chunked and its old drawers replaced."""
