@@ -330,9 +330,10 @@ def detect(probe: Probe) -> bool:
 
 
 _GLOBS = (f"*/{FOLDER}/*/*.jsonl", f"*/{FOLDER}/*/subagents/*.jsonl", f"*/{FOLDER}/*.txt", f"*/{FOLDER}/*/*.txt")
-PLACES = (Place("Cursor", linux=("~/.cursor/projects",), macos=("~/.cursor/projects",),
+PLACES = (Place("Cursor (agent transcripts)", linux=("~/.cursor/projects",), macos=("~/.cursor/projects",),
                 windows=("%USERPROFILE%/.cursor/projects",), globs=_GLOBS),)
 
+# (archived byte for byte: Cursor prunes this tree, a ``.agent-data-cleanup-<date>`` marker left behind)
 FORMAT = Format(NAME, "document", detect, parse, suffixes=(".jsonl", ".txt"), agent=AGENT, places=PLACES,
-                ids="message", beside=beside,
+                ids="message", beside=beside, archive=True,
                 summary="Cursor's agent transcripts (~/.cursor/projects/*/agent-transcripts)")
