@@ -55,7 +55,10 @@ NAME = "cursor_transcript"
 SOURCE_KIND = "cursor"  # the kind Cursor's store gives the same exchanges (``cursor``): one set of drawers
 AGENT = "cursor"
 FOLDER = "agent-transcripts"
-NO_WORKSPACE = "cursor"  # the wing of a chat with no workspace folder (a window with none open)
+# The wing of a chat with no workspace folder (a window with none open, a folder gone). WORKAROUND, narrow: a format
+# cannot declare the wing of exchanges with no cwd, and the file's folders would name it ``agent-transcripts`` or
+# the slug, so such an exchange's ``project`` (read only for its wing) is this name rather than a path.
+NO_WORKSPACE = "cursor"
 ROLES = ("user", "assistant", "system", "tool")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
@@ -149,9 +152,9 @@ class _Conversation:
             extra = (("attachments", "\n".join(self.attached)),) if self.attached else ()
             self.out.append(Exchange(
                 SOURCE_KIND, self.cid, self.key, self.user, text, timestamp=self.when or self.last_when,
-                cwd=self.cwd or None, agent=AGENT, position=len(self.out), tools=tuple(self.tools),
-                files=tuple(self.files), extra=extra, kind="subagent" if self.sub else "exchange",
-                project=self.cwd or NO_WORKSPACE))  # (no workspace: the wing named for the editor)
+                cwd=self.cwd or None, agent=f"{AGENT}/subagent" if self.sub else AGENT, position=len(self.out),
+                tools=tuple(self.tools), files=tuple(self.files), extra=extra,
+                kind="subagent" if self.sub else "exchange", project=self.cwd or NO_WORKSPACE))  # (see NO_WORKSPACE)
         self.key, self.user, self.when = "", "", None
         self.answer, self.tools, self.files, self.attached = [], [], [], []
 

@@ -107,6 +107,7 @@ def test_a_legacy_txt_transcript_drops_thinking_and_keeps_the_answer() -> None:
 def test_a_subagent_transcript_is_one_exchange_of_its_parent_session() -> None:
     (ex,), counts, _entries = parse(SUBAGENT)
     assert (ex.session_id, ex.key, ex.kind, ex.user) == (CID, f"subagent:{SUB}", "subagent", "")
+    assert ex.agent == "cursor/subagent" and ex.source_kind == "cursor"
     assert ex.assistant.startswith("[task] Find every caller of Bucket.take")  # its parent's task, not a prompt
     assert ex.assistant.endswith("Both call `take()` before `refill()`.")
     assert counts == {"stored": 2, "folded: task from the parent agent": 1}
