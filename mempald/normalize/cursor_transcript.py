@@ -244,7 +244,8 @@ def _record(conv: _Conversation, ref: str, rec: dict[str, Any]) -> None:
         for p in parts:
             kind = p.get("type")
             if kind == "text":
-                text = _REDACTED.sub("", strip_injected(as_str(p.get("text")))).strip("\n")
+                text, had = txt.unthink(_REDACTED.sub("", strip_injected(as_str(p.get("text")))))
+                text, thought = text.strip("\n"), thought or had
                 if text.strip():
                     out.append(text)
                     spoke = True

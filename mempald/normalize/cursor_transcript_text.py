@@ -14,7 +14,8 @@ background task, with its ``<system_notification>``).
 
 A legacy ``.txt`` transcript is ``user:`` / ``assistant:`` (``A:`` in some releases) lines opening each message;
 an assistant message holds ``[Thinking] ...`` (its reasoning, running on until the answer starts: the first
-line after a finished sentence that is not a list item; dropped), its text, ``[Tool call] Name`` with indented
+line after a finished sentence that is not a list item; dropped) or, in other releases, ``<think>...</think>``
+(dropped), its text, ``[Tool call] Name`` with indented
 ``key: value`` arguments and ``[Tool result] Name`` (results are not recorded).
 """
 
@@ -40,7 +41,8 @@ _CONTEXT = re.compile(r"<([a-z_]+)(?:\s[^>]*)?>.*?</\1>", re.S)  # a context blo
 _ATTACHING = ("image_files", "attached_files", "uploaded_documents")
 _PATH_ATTR = re.compile(r"\bpath=\"([^\"]+)\"(?:[^>]*?\blines=\"([^\"]+)\")?")
 _PATH_ARG = re.compile(r"\bpath=([^\s,\"`]+)")
-_LISTED = re.compile(r"^\s*(?:\d+\.|-)\s+(\S.*?)\s*$", re.M)
+_LISTED = re.compile(r"^\s*(?:\d+\.|-)\s+((?:[A-Za-z]:[\\/]|~?/(?!/)|\.{1,2}/|[\w@.-]+/)\S.*?)\s*$", re.M)
+_EDITED = re.compile(r"^--- (\S.*?)\s*$", re.M)  # "The user made the following changes": a diff of a file
 _NOTICE = re.compile(r"<system_notification>(.*?)</system_notification>", re.S)
 _CURSORS_OWN = ("The above subagent result is already visible to the user",
                 "Briefly inform the user about the task result")
@@ -91,8 +93,8 @@ def _attachments(context: str) -> list[str]:
             add_unique(out, m.group(1) + (f":{m.group(2)}" if m.group(2) else ""))
         for m in _PATH_ARG.finditer(body):
             add_unique(out, m.group(1))
-        for m in _LISTED.finditer(body):
-            if "/" in m.group(1) or "\\" in m.group(1):
+        for rx in (_LISTED, _EDITED):
+            for m in rx.finditer(body):
                 add_unique(out, m.group(1))
     images = context.count("[Image]")
     if images and not any(b.group(1) == "image_files" for b in _CONTEXT.finditer(context)):
@@ -154,6 +156,7 @@ def tool_summary(name: str, args: Any, cwd: str | None) -> tuple[str, str, list[
 # --- the legacy .txt shape ---------------------------------------------------------------------------------------
 
 _ROLE = {"user:": "user", "assistant:": "assistant", "a:": "assistant"}
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)\n?", re.S)  # a release's thinking (to the end while unclosed)
 _FINISHED = re.compile(r"[.!?…][\"')\]`*_]*$")
 _ITEM = re.compile(r"^(?:[-*+] |\d+[.)] |\||#|```|\s)")
 
@@ -196,9 +199,16 @@ class Answer:
     thought: bool = False
 
 
+def unthink(text: str) -> tuple[str, bool]:
+    """``text`` without its ``<think>`` blocks, and whether it had any."""
+    kept = _THINK.sub("", text)
+    return kept, kept != text
+
+
 def answer(body: str, cwd: str | None) -> Answer:
     """An assistant block cut into its parts (module docstring): thinking dropped, each tool call one line."""
     out = Answer()
+    body, out.thought = unthink(body)
     state, prev = "text", ""
     call: tuple[str, dict[str, str]] | None = None
 

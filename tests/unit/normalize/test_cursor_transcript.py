@@ -171,3 +171,31 @@ def test_the_place_names_only_the_transcripts(tmp_path: Path) -> None:
                 "Users-a-p/assets/image.png", "Users-a-p/worker.log"]
     assert all(src.wants(tmp_path / w) for w in wanted)
     assert not any(src.wants(tmp_path / u) for u in unwanted)
+
+
+def test_a_txt_release_with_think_blocks_and_the_users_own_edits() -> None:
+    text = ("user:\n[Image]\n<image_files>\nThe following images were provdied by the user and saved to the workspace "
+            "for future use:\n1. C:\\Users\\dev\\.cursor\\projects\\d-work-game/assets/image-1.png\n\nThese images can "
+            "be copied for use in other locations.\n</image_files>\n<user_query>\n\nwhy are two bindings null?\n"
+            "</user_query>\n\nassistant:\n<think>\nThe user asks about the null bindings.\n\n1. read the generator\n"
+            "</think>\nChecking the binding code first.\n\n[Tool call] read_file\n"
+            "  target_file: d:\\work\\game\\Gen.cs\n"
+            "[Tool call] codebase_search\n  query: UI bind component null\n  target_directories: []\n\n"
+            "[Tool result] read_file\n\n[Tool result] codebase_search\n\nassistant:\n<think>\nFound it.\n</think>\n"
+            "`AddComponent` accepts `null`; it now returns early.\n\nuser:\n<attached_files>\n"
+            "The user made the following "
+            "changes. If they reverted your changes, assume it was intentional and leave intact; ask if unsure.\n"
+            "--- d:\\work\\game\\Gen.cs\t\n+++ d:\\work\\game\\Gen.cs\t\n@@ -601,7 +601,5 @@\n"
+            "-                // check "
+            "the alternatives/first\n+              return;\n</attached_files>\n<user_query>\nkeep my change\n"
+            "</user_query>\n\nassistant:\nKept.")
+    exchanges, counts, _ = parse(f"{LEGACY}.txt", text.encode())
+    assert [e.user for e in exchanges] == ["why are two bindings null?", "keep my change"]
+    first, second = exchanges
+    assert "The user asks" not in first.assistant and "Found it" not in first.assistant  # <think> dropped
+    assert first.assistant.startswith("Checking the binding code first.")
+    assert first.assistant.endswith("`AddComponent` accepts `null`; it now returns early.")
+    assert "[tool: codebase_search] UI bind component null" in first.assistant
+    assert dict(first.extra)["attachments"] == "C:\\Users\\dev\\.cursor\\projects\\d-work-game/assets/image-1.png"
+    assert dict(second.extra)["attachments"] == "d:\\work\\game\\Gen.cs"  # the file the user's own diff changed
+    assert counts == {"stored": 5}
