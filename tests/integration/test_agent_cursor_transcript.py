@@ -68,6 +68,12 @@ def test_agent_transcripts_are_found_by_default_followed_and_explained(daemon: D
     workspace = home / "code" / "night_export.v2"  # "_" and "." are dashes in the slug: found on disk
     workspace.mkdir(parents=True)
     path = write_transcript(home, workspace, 2)
+    # bad input beside it: binary junk, an empty legacy transcript, a .txt that is no transcript
+    junk = path.parent.parent / "0d9c8b7a-6f5e-4d3c-2b1a-0f9e8d7c6b5a"
+    junk.mkdir()
+    (junk / f"{junk.name}.jsonl").write_bytes(bytes(range(256)) * 8)
+    (path.parent.parent / "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.txt").write_text("")
+    (path.parent.parent / "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e.txt").write_text("user: notes on users\nno more\n")
     daemon.start()
     found = daemon.wait_for(lambda: len(keys(daemon)) == 2 and hits(daemon, "export time out 30 minutes orders"),
                             timeout=240)
@@ -79,6 +85,11 @@ def test_agent_transcripts_are_found_by_default_followed_and_explained(daemon: D
     st = daemon.call("status")
     source = next(s for s in st["sources"] if s.get("format") == "cursor_transcript")
     assert source["path"] == str((home / ".cursor" / "projects").resolve())
+    daemon.idle(timeout=240)
+    assert daemon.proc is not None and daemon.proc.poll() is None  # the bad files: never a crash
+    source = next(s for s in daemon.call("status")["sources"] if s.get("format") == "cursor_transcript")
+    # the junk is counted (refused: binary); the two .txt files are read and store nothing; terminals/ is not read
+    assert (source["files"], source["skipped"], source["errors"]) == (3, {"binary": 1}, 0), source
 
     # Cursor appends the next turn: only that exchange is added, the others keep their drawers
     with path.open("a") as fh:
@@ -88,7 +99,7 @@ def test_agent_transcripts_are_found_by_default_followed_and_explained(daemon: D
              hits(daemon, "nightly export timeout retry backoff slow table")}
     assert {k: after[k] for k in before} == before
     source = next(s for s in daemon.call("status")["sources"] if s.get("format") == "cursor_transcript")
-    assert source["files"] == 1  # terminals/1.txt beside it is never read as a conversation
+    assert source["files"] == 3  # terminals/1.txt beside it is never read as a conversation
 
     out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "inspect", str(path), "--json"],
                          capture_output=True, text=True, env=daemon.env, timeout=120)
