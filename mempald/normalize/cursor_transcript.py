@@ -32,7 +32,8 @@ Not stored twice: Cursor writes the same conversation into its ``state.vscdb`` (
 into its ``store.db``; every reading gives an exchange the source kind ``cursor``, the conversation's uuid as
 session and ``cursor_bubbles.prompt_key(uuid, typed prompt, seen)`` as key, so they land on the same drawers. A
 sub-agent's transcript is one exchange of kind ``subagent`` in its parent's session (its first user message is
-the task its parent gave it, not the user's). The wing: the workspace folder the slug names, found on disk
+the task its parent gave it, not the user's), linked to the parent exchange whose ``Subagent`` call gave that task
+(``cursor_transcript_beside``). The wing: the workspace folder the slug names, found on disk
 (``beside``: every dash may have been a ``/``, a ``.``, a space...), else a ``Workspace Path`` a message names,
 else the wing ``cursor``.
 """
@@ -41,91 +42,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from mempald.normalize import cursor_transcript_text as txt
 from mempald.normalize.common import MAX_RESULT, add_unique, as_str, one_line
 from mempald.normalize.cursor_bubbles import prompt_key
-from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
+from mempald.normalize.cursor_transcript_beside import FOLDER, beside, where
+from mempald.normalize.format import Format, Input, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
-from mempald.normalize.model import CursorContext, Exchange, strip_injected
+from mempald.normalize.model import Exchange, strip_injected
 
 NAME = "cursor_transcript"
 SOURCE_KIND = "cursor"  # the kind Cursor's store gives the same exchanges (``cursor``): one set of drawers
 AGENT = "cursor"
-FOLDER = "agent-transcripts"
 # The wing of a chat with no workspace folder (a window with none open, a folder gone). WORKAROUND, narrow: a format
 # cannot declare the wing of exchanges with no cwd, and the file's folders would name it ``agent-transcripts`` or
 # the slug, so such an exchange's ``project`` (read only for its wing) is this name rather than a path.
 NO_WORKSPACE = "cursor"
 ROLES = ("user", "assistant", "system", "tool")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
-_SLUG_RUN = re.compile(r"[^A-Za-z0-9]+")
 _REDACTED = re.compile(r"^\s*\[REDACTED\]\s*$", re.M)
 _HEAD = re.compile(r'^\{\s*"role"\s*:\s*"(?:user|assistant|system|tool)"\s*,\s*"message"\s*:')
 _FOREIGN = frozenset({"type", "uuid", "sessionId", "parentUuid", "payload"})  # keys of other agents' records
-RESOLVE_LISTINGS = 64  # folders listed, at most, to find the workspace a slug names
-
-
-def cursor_slug(path: str) -> str:
-    """Cursor's name for a workspace folder's project (module docstring)."""
-    return _SLUG_RUN.sub("-", path).strip("-")
-
-
-def where(name: str) -> tuple[str, str, str]:
-    """(conversation uuid, sub-agent uuid or "", project slug) of a transcript's path ("" where not laid out so)."""
-    parts = PurePosixPath(name.replace("\\", "/")).parts
-    stem = PurePosixPath(name.replace("\\", "/")).stem
-    if FOLDER not in parts:
-        return stem, "", ""
-    i = len(parts) - 1 - parts[::-1].index(FOLDER)
-    slug = parts[i - 1] if i >= 1 else ""
-    rest = parts[i + 1:]
-    if len(rest) >= 3 and rest[-2] == "subagents":
-        return rest[0], stem, slug
-    return (rest[0] if len(rest) >= 2 else stem), "", slug
-
-
-def resolve(slug: str, look: Look) -> str:
-    """The folder on disk a project slug names ("" when none is found): each dash may have been any run of
-    characters, so the folders are listed from the root down, the longest matching name first."""
-    tokens = [t.lower() for t in slug.split("-") if t]
-    if not tokens or (len(tokens) == 1 and tokens[0].isdigit()):
-        return ""
-    starts: list[tuple[PurePath, int]] = [(PurePosixPath("/"), 0)]
-    if len(tokens[0]) == 1 and tokens[0].isalpha():
-        starts.append((PureWindowsPath(f"{tokens[0].upper()}:/"), 1))
-    budget = [RESOLVE_LISTINGS]
-
-    def walk(base: PurePath, i: int) -> str:
-        if i == len(tokens):
-            return str(base)
-        if budget[0] <= 0:
-            return ""
-        budget[0] -= 1
-        found: list[tuple[int, str]] = []
-        for entry in look.entries(base):
-            words = [w.lower() for w in cursor_slug(entry).split("-") if w]
-            if words and tokens[i:i + len(words)] == words:
-                found.append((len(words), entry))
-        for n, entry in sorted(found, key=lambda f: (-f[0], f[1])):
-            if look.is_dir(base / entry):
-                path = walk(base / entry, i + n)
-                if path:
-                    return path
-        return ""
-
-    return next((p for base, i in starts if (p := walk(base, i))), "")
-
-
-def beside(path: PurePath, ctx: CursorContext, look: Look) -> CursorContext:
-    """The workspace folder of a transcript, from its project slug (module docstring)."""
-    _cid, _sub, slug = where(str(path))
-    if ctx.cwd or not slug:
-        return ctx
-    folder = resolve(slug, look)
-    return replace(ctx, cwd=folder) if folder else ctx
 
 
 class _Conversation:
@@ -134,6 +71,7 @@ class _Conversation:
     def __init__(self, inp: Input, ledger: Ledger) -> None:
         self.cid, self.sub, _slug = where(inp.name)
         self.cwd = inp.context.cwd
+        self.parent = inp.context.parent if self.sub else ""  # the exchange that started a sub-agent (``beside``)
         self.ledger = ledger
         self.out: list[Exchange] = []
         self.seen: dict[str, int] = {}
@@ -154,7 +92,8 @@ class _Conversation:
                 SOURCE_KIND, self.cid, self.key, self.user, text, timestamp=self.when or self.last_when,
                 cwd=self.cwd or None, agent=f"{AGENT}/subagent" if self.sub else AGENT, position=len(self.out),
                 tools=tuple(self.tools), files=tuple(self.files), extra=extra,
-                kind="subagent" if self.sub else "exchange", project=self.cwd or NO_WORKSPACE))  # (see NO_WORKSPACE)
+                kind="subagent" if self.sub else "exchange", parent=self.parent,
+                project=self.cwd or NO_WORKSPACE))  # (see NO_WORKSPACE)
         self.key, self.user, self.when = "", "", None
         self.answer, self.tools, self.files, self.attached = [], [], [], []
 

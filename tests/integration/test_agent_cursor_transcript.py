@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mempald.normalize.cursor_transcript import cursor_slug
+from mempald.normalize.cursor_transcript_beside import cursor_slug
 from tests.conftest import Daemon
 from tests.cursor_samples import answer, create_db, user, write_conversation
 
@@ -60,7 +60,8 @@ def hits(d: Daemon, query: str) -> list[dict[str, Any]]:
 
 
 def keys(d: Daemon) -> list[str]:
-    return sorted(h["exchange_key"] for h in hits(d, "nightly export timeout retry backoff slow table"))
+    return sorted(h["exchange_key"] for h in hits(d, "nightly export timeout retry backoff slow table")
+                  if h.get("kind") != "subagent")
 
 
 @pytest.mark.timeout(600)
@@ -74,10 +75,15 @@ def test_agent_transcripts_are_found_by_default_followed_and_explained(daemon: D
     (junk / f"{junk.name}.jsonl").write_bytes(bytes(range(256)) * 8)
     (path.parent.parent / "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.txt").write_text("")
     (path.parent.parent / "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e.txt").write_text("user: notes on users\nno more\n")
+    sub = path.parent / "subagents" / "7c6b5a4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d.jsonl"  # a sub-agent's work
+    sub.parent.mkdir()
+    sub.write_text("\n".join((record("user", "List the tables the nightly export reads."),
+                              record("assistant", "It reads orders, customers and invoices."))))
     daemon.start()
     found = daemon.wait_for(lambda: len(keys(daemon)) == 2 and hits(daemon, "export time out 30 minutes orders"),
                             timeout=240)
-    assert {h["agent"] for h in found} == {"cursor"} and {h["wing"] for h in found} == {"night_export.v2"}
+    assert {h["agent"] for h in found} <= {"cursor", "cursor/subagent"} and {h["wing"] for h in found} == {
+        "night_export.v2"}  # (the sub-agent's work too: its parent's wing)
     assert any("past the 30 minute statement timeout" in h["text"] for h in found)
     assert any(h["text"].startswith(f"> {PROMPTS[0]}") for h in found)  # the prompt as typed, no tags
     before = {h["exchange_key"]: h["drawer_id"] for h in
@@ -89,7 +95,9 @@ def test_agent_transcripts_are_found_by_default_followed_and_explained(daemon: D
     assert daemon.proc is not None and daemon.proc.poll() is None  # the bad files: never a crash
     source = next(s for s in daemon.call("status")["sources"] if s.get("format") == "cursor_transcript")
     # the junk is counted (refused: binary); the two .txt files are read and store nothing; terminals/ is not read
-    assert (source["files"], source["skipped"], source["errors"]) == (3, {"binary": 1}, 0), source
+    assert (source["files"], source["skipped"], source["errors"]) == (4, {"binary": 1}, 0), source
+    (work,) = [h for h in hits(daemon, "tables the nightly export reads orders customers") if h["kind"] == "subagent"]
+    assert work["agent"] == "cursor/subagent" and work["text"].startswith("[task] List the tables")  # no prompt
 
     # Cursor appends the next turn: only that exchange is added, the others keep their drawers
     with path.open("a") as fh:
@@ -99,7 +107,7 @@ def test_agent_transcripts_are_found_by_default_followed_and_explained(daemon: D
              hits(daemon, "nightly export timeout retry backoff slow table")}
     assert {k: after[k] for k in before} == before
     source = next(s for s in daemon.call("status")["sources"] if s.get("format") == "cursor_transcript")
-    assert source["files"] == 3  # terminals/1.txt beside it is never read as a conversation
+    assert source["files"] == 4  # terminals/1.txt beside it is never read as a conversation
 
     out = subprocess.run([sys.executable, "-m", "mempal.cli.main", "inspect", str(path), "--json"],
                          capture_output=True, text=True, env=daemon.env, timeout=120)

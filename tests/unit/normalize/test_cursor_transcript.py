@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePath
 
-from mempald.normalize import cursor, cursor_transcript, registry
+from mempald.normalize import cursor, cursor_transcript, cursor_transcript_beside, registry
 from mempald.normalize.cursor_bubbles import prompt_key
 from mempald.normalize.cursor_transcript_text import said, stamp
 from mempald.normalize.format import Input
@@ -105,6 +105,10 @@ def test_a_legacy_txt_transcript_drops_thinking_and_keeps_the_answer() -> None:
 
 
 def test_a_subagent_transcript_is_one_exchange_of_its_parent_session() -> None:
+    ctx = cursor_transcript_beside.beside(PurePath(SUBAGENT), CursorContext(cwd="/w"), LOOK)
+    assert ctx.parent == prompt_key(CID, SECOND, {})  # the exchange whose Subagent call gave it its task
+    out = cursor_transcript.parse(Input(name=str(SUBAGENT), data=SUBAGENT.read_bytes(), context=ctx))
+    assert [e.parent for e in out.exchanges] == [ctx.parent]
     (ex,), counts, _entries = parse(SUBAGENT)
     assert (ex.session_id, ex.key, ex.kind, ex.user) == (CID, f"subagent:{SUB}", "subagent", "")
     assert ex.agent == "cursor/subagent" and ex.source_kind == "cursor"
@@ -148,14 +152,14 @@ def test_the_workspace_is_found_on_disk_else_a_workspace_path_else_cursor(tmp_pa
     folder = tmp_path / "code" / "my_proj.v2" / "sub dir"
     folder.mkdir(parents=True)
     (tmp_path / "code" / "my").mkdir()  # a decoy: the longest name that leads on is taken
-    slug = cursor_transcript.cursor_slug(str(folder))
+    slug = cursor_transcript_beside.cursor_slug(str(folder))
     assert not slug.startswith("-") and "_" not in slug and "." not in slug
     path = PurePath(f"/h/.cursor/projects/{slug}/agent-transcripts/{CID}/{CID}.jsonl")
-    assert cursor_transcript.beside(path, CursorContext(), LOOK).cwd == str(folder)
+    assert cursor_transcript_beside.beside(path, CursorContext(), LOOK).cwd == str(folder)
     exchanges, _c, _e = parse(JSONL, cwd=str(folder))
     assert {e.project for e in exchanges} == {str(folder)}
     unknown = PurePath(f"/h/.cursor/projects/1769488977462/agent-transcripts/{CID}.txt")
-    assert cursor_transcript.beside(unknown, CursorContext(), LOOK).cwd == ""
+    assert cursor_transcript_beside.beside(unknown, CursorContext(), LOOK).cwd == ""
     assert {e.project for e in parse(JSONL)[0]} == {"cursor"}  # not found: the wing named for the editor
     named = json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": (
         "<user_info>Workspace Path: /srv/app</user_info>\n<user_query>\nhi\n</user_query>")}]}})
