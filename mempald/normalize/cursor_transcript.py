@@ -27,6 +27,11 @@ What was verified, and where (public parsers and files people committed, read th
   records occur and are kept.
 - user messages (``cursor_transcript_text``): ``<user_query>`` holds the prompt, ``<timestamp>`` its time; the
   sub-agent's and background task's follow-ups are Cursor's, never prompts (they continue the exchange before).
+- the legacy ``.txt`` grows as its session goes (moollm's notes on ``~/.cursor``: "growing in real-time"); its
+  assistant marker is ``assistant:`` or ``A:``, its thinking ``[Thinking]`` or ``<think>`` (real files of both).
+
+One format reads both shapes: a default root (``~/.cursor/projects``) belongs to one format, and a place's format
+is fixed for every file under it (``mempald.sources.places``), so ``parse`` tells them apart by their first byte.
 
 Not stored twice: Cursor writes the same conversation into its ``state.vscdb`` (read by ``cursor``) and the CLI
 into its ``store.db``; every reading gives an exchange the source kind ``cursor``, the conversation's uuid as
