@@ -29,21 +29,24 @@ from typing import Any
 from mempald.normalize.common import MAX_ARG, add_unique, as_str, one_line, touched_path
 from mempald.normalize.model import strip_injected
 
-_QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.S)
+_QUERY_TAG = "user_query"
 _OPEN = "<user_query>"
-_STAMP_TAG = re.compile(r"<timestamp>\s*(.*?)\s*</timestamp>", re.S)
 _STAMP = re.compile(r"(?:[A-Za-z]+,\s*)?([A-Za-z]{3})[A-Za-z]*\.?\s+(\d{1,2}),\s*(\d{4}),?\s+"
                     r"(\d{1,2}):(\d{2})\s*([AaPp][Mm])(?:\s*\(UTC(?:([+-])(\d{1,2})(?::(\d{2}))?)?\))?")
 _MONTHS = {m: n for n, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
                                        "dec"), 1)}
 _WORKSPACE = re.compile(r"Workspace Path:\s*(\S[^\n<]*?)\s*(?:<|$)", re.M)
-_CONTEXT = re.compile(r"<([a-z_]+)(?:\s[^>]*)?>.*?</\1>", re.S)  # a context block (of the text outside the query)
+# Cursor's context blocks (of the text outside the query): named, so a paste of HTML is never scanned block by block
+_BLOCKS = ("user_info", "attached_files", "system_reminder", "system_notification", "timestamp", "image_files",
+           "uploaded_documents", "git_status", "rules", "user_rules", "agent_skills", "available_skills",
+           "manually_attached_skills", "open_and_recently_viewed_files", "cursor_commands", "agent_transcripts",
+           "additional_data", "custom_instructions", "project_layout", "terminal_files_information")
+_OPEN_TAG = re.compile(r"<(" + "|".join((*_BLOCKS, "user_query")) + r")(?:\s[^>]*)?>")
 _ATTACHING = ("image_files", "attached_files", "uploaded_documents")
 _PATH_ATTR = re.compile(r"\bpath=\"([^\"]+)\"(?:[^>]*?\blines=\"([^\"]+)\")?")
 _PATH_ARG = re.compile(r"\bpath=([^\s,\"`]+)")
-_LISTED = re.compile(r"^\s*(?:\d+\.|-)\s+((?:[A-Za-z]:[\\/]|~?/(?!/)|\.{1,2}/|[\w@.-]+/)\S.*?)\s*$", re.M)
+_LISTED = re.compile(r"^[ \t]*(?:\d+\.|-)[ \t]+((?:[A-Za-z]:[\\/]|~?/(?!/)|\.{1,2}/|[\w@.-]+/)\S.*?)\s*$", re.M)
 _EDITED = re.compile(r"^--- (\S.*?)\s*$", re.M)  # "The user made the following changes": a diff of a file
-_NOTICE = re.compile(r"<system_notification>(.*?)</system_notification>", re.S)
 _CURSORS_OWN = ("The above subagent result is already visible to the user",
                 "Briefly inform the user about the task result")
 _ARG_KEYS = ("command", "path", "target_file", "file_path", "target_notebook", "pattern", "query", "search_term",
@@ -83,12 +86,43 @@ def stamp(text: str) -> str | None:
     return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _attachments(context: str) -> list[str]:
-    out: list[str] = []
-    for block in _CONTEXT.finditer(context):
-        if block.group(1) not in _ATTACHING:
+Span = tuple[str, int, int, int, int]  # a block's name, start, body start, body end, end
+
+
+def spans(text: str) -> list[Span]:
+    """Cursor's blocks in ``text`` (``_BLOCKS`` and ``<user_query>``), in order, each closed, none inside another:
+    one pass (a tag never closed is not looked for again), whatever was pasted."""
+    out: list[Span] = []
+    unclosed: set[str] = set()
+    pos = 0
+    while (m := _OPEN_TAG.search(text, pos)) is not None:
+        name, pos = m.group(1), m.end()
+        close = -1 if name in unclosed else text.find(f"</{name}>", m.end())
+        if close < 0:
+            unclosed.add(name)
             continue
-        body = block.group(0)
+        pos = close + len(name) + 3
+        out.append((name, m.start(), m.end(), close, pos))
+    return out
+
+
+def _without(text: str, cut: list[Span]) -> str:
+    parts, pos = [], 0
+    for _name, start, _b, _e, end in cut:
+        parts.append(text[pos:start])
+        pos = end
+    return "".join(parts) + text[pos:]
+
+
+def _attachments(context: str, blocks: list[Span]) -> list[str]:
+    out: list[str] = []
+    for name, _s, start, end, _e in blocks:
+        body = context[start:end]
+        if name == "additional_data":  # (a release that wraps the attachments in it)
+            for found in _attachments(body, spans(body)):
+                add_unique(out, found)
+        if name not in _ATTACHING:
+            continue
         for m in _PATH_ATTR.finditer(body):
             add_unique(out, m.group(1) + (f":{m.group(2)}" if m.group(2) else ""))
         for m in _PATH_ARG.finditer(body):
@@ -97,7 +131,7 @@ def _attachments(context: str) -> list[str]:
             for m in rx.finditer(body):
                 add_unique(out, m.group(1))
     images = context.count("[Image]")
-    if images and not any(b.group(1) == "image_files" for b in _CONTEXT.finditer(context)):
+    if images and not any(b[0] == "image_files" for b in blocks):
         out.append(f"{images} image{'s' if images > 1 else ''}")
     return out
 
@@ -106,26 +140,29 @@ def said(text: str) -> Said:
     """What a user message says (module docstring)."""
     text = strip_injected(text).replace("\r\n", "\n")
     out = Said()
-    found = _STAMP_TAG.search(text)
-    out.when = stamp(found.group(1)) if found else None
-    ws = _WORKSPACE.search(text)
+    blocks = spans(text)
+    body = {name: text[start:end] for name, _s, start, end, _e in reversed(blocks)}  # (each name's first)
+    out.when = stamp(body["timestamp"]) if "timestamp" in body else None
+    ws = _WORKSPACE.search(body.get("user_info", ""))
     path = ws.group(1) if ws else ""
     out.workspace = path if path.startswith(("/", "~")) or (len(path) > 2 and path[1] == ":") else ""
-    queries = [q.strip() for q in _QUERY.findall(text)]
+    asked = [b for b in blocks if b[0] == _QUERY_TAG]
+    queries = [text[start:end].strip() for _n, _s, start, end, _e in asked]
     if not queries and _OPEN in text:  # a query whose end was never written
         queries = [text.split(_OPEN, 1)[1].strip()]
-    context = _QUERY.sub("", text) if queries else text
-    out.attached = _attachments(context)
+    context = _without(text, asked) if asked else text.split(_OPEN, 1)[0] if queries else text
+    rest = [b for b in spans(context) if b[0] != _QUERY_TAG]
+    out.attached = _attachments(context, rest)
     if queries:
         prompt = "\n\n".join(q for q in queries if q)
     else:  # a message with no query tag (early releases): what is left once Cursor's blocks are out
-        prompt = re.sub(r"^\s*\[Image\]\s*$", "", _CONTEXT.sub("", text), flags=re.M)
+        prompt = re.sub(r"^[ \t]*\[Image\][ \t]*$", "", _without(text, rest), flags=re.M)
     out.prompt = prompt.strip()
-    if out.prompt.startswith(_CURSORS_OWN) or (_NOTICE.search(context) and not out.prompt):
+    notice = next((context[start:end] for name, _s, start, end, _e in rest if name == "system_notification"), None)
+    if out.prompt.startswith(_CURSORS_OWN) or (notice is not None and not out.prompt):
         out.cursors = True
-        notice = _NOTICE.search(context)
-        title = re.search(r"^\s*title:\s*(.+?)\s*$", notice.group(1), re.M) if notice else None
-        status = re.search(r"^\s*status:\s*(\S+)", notice.group(1), re.M) if notice else None
+        title = re.search(r"^[ \t]*title:[ \t]*(.+?)[ \t]*$", notice, re.M) if notice else None
+        status = re.search(r"^[ \t]*status:[ \t]*(\S+)", notice, re.M) if notice else None
         if title:
             out.note = f"[task finished] {one_line(title.group(1), MAX_ARG)}" + (
                 f" ({status.group(1)})" if status else "")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePath
 
+import pytest
+
 from mempald.normalize import cursor, cursor_transcript, cursor_transcript_beside, registry
 from mempald.normalize.cursor_bubbles import prompt_key
 from mempald.normalize.cursor_transcript_text import said, stamp
@@ -203,3 +205,14 @@ def test_a_txt_release_with_think_blocks_and_the_users_own_edits() -> None:
     assert dict(first.extra)["attachments"] == "C:\\Users\\dev\\.cursor\\projects\\d-work-game/assets/image-1.png"
     assert dict(second.extra)["attachments"] == "d:\\work\\game\\Gen.cs"  # the file the user's own diff changed
     assert counts == {"stored": 5}
+
+
+@pytest.mark.timeout(60)
+def test_a_paste_of_unclosed_tags_is_read_in_one_pass() -> None:
+    """Cursor's blocks are found in one pass: 20,000 unclosed tags took 78 s with a backtracking pattern."""
+    told = said("<attached_files>" * 20000 + "<timestamp>" * 20000 + "<user_query>\nwhat is this?\n</user_query>")
+    assert told.prompt == "what is this?" and told.attached == []
+    nested = said("<additional_data>Below are some potentially helpful pieces of information\n<attached_files>\n"
+                  "<file_contents>\n```path=api.py, lines=1-7\nimport vllm\n```\n</file_contents>\n</attached_files>\n"
+                  "</additional_data>\n\n<user_query>\nbuild an api for vllm\n</user_query>")
+    assert (nested.prompt, nested.attached) == ("build an api for vllm", ["api.py"])
