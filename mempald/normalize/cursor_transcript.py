@@ -65,7 +65,7 @@ AGENT = "cursor"
 # the slug, so such an exchange's ``project`` (read only for its wing) is this name rather than a path.
 NO_WORKSPACE = "cursor"
 ROLES = ("user", "assistant", "system", "tool")
-_REDACTED = re.compile(r"^\s*\[REDACTED\]\s*$", re.M)
+_REDACTED = re.compile(r"^[ \t]*\[REDACTED\][ \t]*$", re.M)
 _HEAD = re.compile(r'^\{\s*"role"\s*:\s*"(?:user|assistant|system|tool)"\s*,\s*"message"\s*:')
 _FOREIGN = frozenset({"type", "uuid", "sessionId", "parentUuid", "payload"})  # keys of other agents' records
 
