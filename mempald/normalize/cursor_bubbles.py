@@ -100,7 +100,8 @@ def prompt_key(session: str, prompt: str, seen: dict[str, int]) -> str:
     history of it), so a copy read too lands on the same drawers: the conversation's id, ``:p`` and 16 hex of the
     whitespace-normalised prompt's SHA-1, ``.n`` for its n-th repeat in the conversation (``seen`` counts them).
     (The conversation's id keeps the same prompt in two conversations apart: keys are matched across sessions.)"""
-    digest = hashlib.sha1(" ".join(prompt.split()).encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha1(" ".join(prompt.split()).encode("utf-8", "surrogatepass")).hexdigest()[:16]  # (a lone
+    # surrogate, JSON may hold one, hashes as itself: valid text keeps its key)
     n = seen.get(digest, 0)
     seen[digest] = n + 1
     return f"{session}:p{digest}" + (f".{n}" if n else "")

@@ -25,6 +25,7 @@ from mempald.normalize import (
     cursor,
     cursor_agent,
     cursor_export,
+    cursor_transcript,
     gemini,
     opencode_db,
     opencode_export,
@@ -40,7 +41,8 @@ from mempald.normalize.format import Format, Probe
 # their names and front matter) just before plain text, their places listed last.
 FORMATS: tuple[Format, ...] = (
     cursor.FORMAT, aider.FORMAT, specstory.FORMAT, cursor_export.FORMAT, gemini.FORMAT, antigravity.FORMAT,
-    opencode_export.FORMAT, copilot.FORMAT, copilot_cli.FORMAT, chatgpt.FORMAT, claude_ai.FORMAT, codex.FORMAT,
+    cursor_transcript.FORMAT, opencode_export.FORMAT, copilot.FORMAT, copilot_cli.FORMAT, chatgpt.FORMAT,
+    claude_ai.FORMAT, codex.FORMAT,
     claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT,
     cursor_agent.FORMAT, agent_memory.FORMAT, plaintext.FORMAT,
 )

@@ -78,6 +78,11 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "copilot_cli": (":events.jsonl",),
     "specstory": (":specstory.md",),  # tests/unit/normalize/test_cursor_export.py
     "cursor_export": (":cursor_export.md",),
+    "cursor_transcript": tuple(  # Cursor's agent transcripts, written here in the real shapes
+        "repo:tests/fixtures/cursor_transcript/projects/home-dev-code-spotter/agent-transcripts/" + rel for rel in (
+            "4f0c2a9e-5b1d-4c7e-9a3f-2d8e6b1c0a57/4f0c2a9e-5b1d-4c7e-9a3f-2d8e6b1c0a57.jsonl",
+            "4f0c2a9e-5b1d-4c7e-9a3f-2d8e6b1c0a57/subagents/9b2e7d41-3c6a-4f58-8e1d-0a7c5b3f2e96.jsonl",
+            "c3a81f0e-6d2b-4e95-b7c4-18f2a9d05e3b.txt")),
     "agent_memory": (
         "repo:tests/fixtures/agent_memory/.claude/projects/-home-u-heronry/memory/feedback_real_database.md",
         "repo:tests/fixtures/agent_memory/.codex/memories/memory_summary.md"),

@@ -297,7 +297,7 @@ def drawers_of(d: Daemon, machine: str) -> int:
     return int(next((m["drawers"] for m in d.call("machines")["machines"] if m["machine"] == machine), 0))
 
 
-KILLS = int(os.environ.get("MEMPAL_SYNC_KILLS", "10"))
+KILLS = int(os.environ.get("MEMPAL_SYNC_KILLS", "6"))
 
 
 @pytest.mark.timeout(900)

@@ -35,7 +35,8 @@ EXPECTED = {
 
 def test_every_format_has_one_parse_signature() -> None:
     assert [f.name for f in registry.FORMATS] == ["cursor", "aider", "specstory", "cursor_export", "gemini",
-                                                  "antigravity", "opencode_export", "copilot", "copilot_cli", "chatgpt",
+                                                  "antigravity", "cursor_transcript", "opencode_export", "copilot",
+                                                  "copilot_cli", "chatgpt",
                                                   "claude_ai", "codex", "claude_code", "cline", "slack", "opencode",
                                                   "opencode_db", "cursor_agent", "agent_memory", "text"]
     for fmt in registry.FORMATS:
@@ -43,7 +44,8 @@ def test_every_format_has_one_parse_signature() -> None:
         assert list(sig.parameters) == ["inp"], fmt.name
         assert fmt.reads in ("lines", "document", "folder", "rows") and fmt.summary
         empty = Input(name="x", lines=[], data=b"", files={})
-        if fmt.name in ("claude_code", "codex", "aider", "text", "antigravity", "agent_memory"):
+        if fmt.name in ("claude_code", "codex", "aider", "text", "antigravity", "agent_memory",
+                        "cursor_transcript"):
             out = fmt.parse(empty)
             assert isinstance(out, Parsed) and out.exchanges == [] and out.context.format == fmt.name
 
