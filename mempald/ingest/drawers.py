@@ -69,6 +69,7 @@ class SourceInfo:
     importance: int | None = None  # forced importance (a memory saved by hand)
     memory_type: str | None = None  # forced memory type
     max_drawers: int = 0  # the most drawers one exchange makes (0: no cap; a file's: ingest.max_drawers_per_exchange)
+    copy: bool = False  # a copy of chats another reading stores (Format.copy): adds drawers, never rewrites one
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,13 @@ def parse_document(fmt: Format, data: bytes, name: str, ctx: CursorContext) -> P
         return registry.TEXT.parse(Input(name=name, data=data, context=replace(ctx, format=registry.TEXT.name)))
 
 
+def _is_copy(kind: str) -> bool:
+    try:
+        return registry.by_name(kind).copy
+    except KeyError:  # (project files, notes: no format of that name)
+        return False
+
+
 class UnitReader:
     def __init__(self, *, settings: SettingsRef, state: StateGateway, writer: DrawerWriter, machine: str, user: str,
                  room_keywords: Callable[[], dict[str, list[str]] | None], status: dict[str, SourceStatus],
@@ -123,7 +130,7 @@ class UnitReader:
         return SourceInfo(kind=kind, path=str(path), source_key=source.key, machine=self.machine, user=self.user,
                           wing=source.wing, redact=ingest.redact_secrets, extract=ingest.extract_general,
                           room_keywords=self.room_keywords(), default_wing=folder_wing(path, source.root),
-                          max_drawers=ingest.max_drawers_per_exchange, **kw)
+                          max_drawers=ingest.max_drawers_per_exchange, copy=_is_copy(kind), **kw)
 
     async def write(self, parsed: Parsed, info: SourceInfo, lane: int, res: IngestResult) -> None:
         res.exchanges = len(parsed.exchanges)

@@ -126,7 +126,8 @@ class DrawerWriter:
             drawers = self.admit.drawers(drawers, info)
         try:
             # (offline: every drawer is sent; ``drain`` leaves out what the store already holds or deleted)
-            changed, redacted_before = (list(drawers), 0) if offline else await self._changed(drawers)
+            copy_of = info.path if info.copy else None
+            changed, redacted_before = (list(drawers), 0) if offline else await self._changed(drawers, copy_of)
         except StoreError:
             if self.outbox is None:
                 raise
@@ -144,7 +145,7 @@ class DrawerWriter:
                 if self.changes is not None:
                     await self.changes.stored([d.id for d in changed])
         # Stale chunks of a re-read exchange that shrank: drop chunk indexes past the new count.
-        if not offline:
+        if not offline and not info.copy:  # (a copy may split an exchange in fewer pieces than its original)
             await self._drop_stale_chunks(drawers)
         if built.redactions:
             # Count what this write newly redacted: a re-read exchange (the last one of a growing file) was
@@ -197,9 +198,11 @@ class DrawerWriter:
                 out[session] = str(best.payload.get("text", ""))
         return out
 
-    async def _changed(self, drawers: Sequence[Drawer]) -> tuple[list[Drawer], int]:
+    async def _changed(self, drawers: Sequence[Drawer], copy_of: str | None = None) -> tuple[list[Drawer], int]:
         """The drawers whose content is new, and how many redaction placeholders their stored versions had.
-        Drawers with the same text whose metadata changed get the new fields set in place."""
+        Drawers with the same text whose metadata changed get the new fields set in place. ``copy_of`` (the path
+        of a copy of chats another reading stores, ``Format.copy``): the drawers another file wrote are kept as
+        they are (this file's own are brought up to date as usual: an answer that grew)."""
         if not drawers:
             return [], 0
         wanted = [d.id for d in drawers]
@@ -207,6 +210,10 @@ class DrawerWriter:
         for i in range(0, len(wanted), UPSERT_BATCH):  # small store calls: each holds the GIL while it runs
             existing += await self.store.retrieve(wanted[i : i + UPSERT_BATCH])
         deleted = {p.id for p in existing if p.payload.get("status") == "deleted"}
+        if copy_of is not None:
+            others = {p.id for p in existing if p.payload.get("source_path") != copy_of}
+            drawers = [d for d in drawers if d.id not in others]
+            existing = [p for p in existing if p.id not in others]
         stored = {p.id: p.payload for p in existing if p.id not in deleted}
         updates: dict[str, dict[str, Any]] = {}
         for d in drawers:

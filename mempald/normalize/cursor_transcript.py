@@ -282,6 +282,6 @@ PLACES = (Place("Cursor (agent transcripts)", linux=("~/.cursor/projects",), mac
                 windows=("%USERPROFILE%/.cursor/projects",), globs=_GLOBS),)
 
 # (archived byte for byte: Cursor prunes this tree, a ``.agent-data-cleanup-<date>`` marker left behind)
-FORMAT = Format(NAME, "document", detect, parse, suffixes=(".jsonl", ".txt"), agent=AGENT, places=PLACES,
+FORMAT = Format(NAME, "document", detect, parse, suffixes=(".jsonl", ".txt"), agent=AGENT, places=PLACES, copy=True,
                 ids="message", beside=beside, archive=True,
                 summary="Cursor's agent transcripts (~/.cursor/projects/*/agent-transcripts)")

@@ -177,6 +177,10 @@ class Format:
     places: tuple[Place, ...] = ()  # default roots, where the agent is installed (none: only where watched)
     ids: Ids = "position"
     archive: bool = False  # its units are archived byte for byte by default (mempald.archive): an agent's own store
+    # Its exchanges copy chats another format reads from the agent's own store, under the same keys (Cursor's agent
+    # transcripts beside its state.vscdb): it only adds drawers the store does not hold, never rewrites the other
+    # reading's (their texts differ a little: each change of either file would otherwise re-embed the chat).
+    copy: bool = False
     room: str = ""  # the room of every drawer it makes (the agents' memories: agent-memory); "": classified
     # The unit (folder or database) a changed path belongs to, or None when the path is not one of this
     # format's: a day file of a Slack export -> the export folder.

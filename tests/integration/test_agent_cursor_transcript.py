@@ -141,3 +141,14 @@ def test_a_chat_in_cursors_store_and_in_its_transcript_is_stored_once(daemon: Da
         by_key[h["exchange_key"]] = by_key.get(h["exchange_key"], 0) + 1
     assert len(by_key) == 2 and set(by_key.values()) == {1}, by_key  # one drawer per exchange, not two
     assert {h["wing"] for h in found} == {"night-export"} and {h["agent"] for h in found} == {"cursor"}
+
+    # Cursor goes on in the chat: the transcript (a copy, Format.copy) grows and is read again. The drawers the
+    # other reading wrote are not rewritten (their texts differ a little: rewriting them at each change would
+    # re-embed the whole chat every time either file changes); the new exchange is added.
+    before = {h["drawer_id"]: h["text"] for h in found}
+    write_transcript(home, workspace, 3)
+    daemon.wait_for(lambda: len({h["exchange_key"] for h in hits(daemon, "nightly export retry backoff timeout")})
+                    == 3, timeout=120)
+    daemon.idle(timeout=240)
+    after = {h["drawer_id"]: h["text"] for h in hits(daemon, "nightly export timeout raise log slow table")}
+    assert {k: after.get(k) for k in before} == before

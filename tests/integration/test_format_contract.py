@@ -241,6 +241,8 @@ async def test_ids_are_stable_grown_units_add_only_and_rewrites_never_duplicate(
 
     found = registry.by_name(fmt)
     grown = base / "grown"
+    if found.copy:  # a copy adds only drawers no other file wrote: the grown one below must be the first to write
+        await daemon.store.delete(Filters(source_path=(str(whole.path),), include_deleted=True))
     if found.reads == "lines":
         data = whole.path.read_bytes()
         lines = data.splitlines(keepends=True)

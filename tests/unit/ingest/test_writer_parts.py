@@ -72,12 +72,12 @@ async def test_a_part_that_fails_fails_the_write_with_the_stores_error(tmp_path:
     real = writer._changed
     calls = 0
 
-    async def changed_fails_once(drawers: Any) -> Any:  # the store stops answering during the third part
+    async def changed_fails_once(drawers: Any, *rest: Any) -> Any:  # the store stops answering during the third part
         nonlocal calls
         calls += 1
         if calls == 3:
             raise StoreError("the store process died")
-        return await real(drawers)
+        return await real(drawers, *rest)
 
     monkeypatch.setattr(writer, "_changed", changed_fails_once)
     with pytest.raises(StoreError, match="died"):  # not a group of errors: the file is retried as for one write
