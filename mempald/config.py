@@ -80,6 +80,9 @@ class StoreSettings:
     # many vectors are not indexed and the daemon is idle; 0 = never (brute-force search, more memory).
     index_after: int = 20_000
     index_quiet_s: float = 30.0  # ... and nothing has been queued for this long
+    # ... or, while files are still being read, once this many drawers were written since the last build: a
+    # backfill's drawers then leave the store process's memory in parts (0 = only when idle).
+    index_during_backfill: int = 8_000
     # Embedded store only: writes pause (ingest waits, search goes on) while the disk holding the store has less
     # than this many MB free, counting what its preallocated files may still take (mempald.store.space).
     min_free_mb: int = 256
@@ -312,6 +315,8 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("ingest.reconcile_interval_s: must be positive")
     if s.store.index_after < 0:
         raise ConfigError("store.index_after: must be 0 (never) or a number of vectors")
+    if s.store.index_during_backfill < 0:
+        raise ConfigError("store.index_during_backfill: must be 0 (only when idle) or a number of drawers")
     if s.store.index_quiet_s < 0:
         raise ConfigError("store.index_quiet_s: must be 0 or more seconds")
     if s.daemon.max_line_bytes < 1024:

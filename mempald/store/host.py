@@ -32,6 +32,7 @@ from typing import Any
 
 from mempald.store.base import Filters, Ranker, StoreError
 from mempald.store.edge import EdgeStore, build_index
+from mempald.store.journal import entries as journal_entries
 
 BUILD_NICE = 10
 
@@ -145,13 +146,14 @@ def _watch_parent(parent: int, owner: list[_Owner]) -> None:
 
 
 def _apply(store: EdgeStore, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if method == "replay":
-        (ops,) = args
-        for name, a, kw in ops:
+    if method == "replay":  # the writes a rebuild journaled (``mempald.store.journal``), read here
+        count = 0
+        for name, a in journal_entries(Path(args[0])):
             if name not in WRITES:
                 raise StoreError(f"cannot replay {name!r}")
-            CALLS[name](store, *a, **kw)
-        return len(ops)
+            CALLS[name](store, *a)
+            count += 1
+        return count
     call = CALLS.get(method)
     if call is None:
         raise StoreError(f"the store process has no call {method!r}")

@@ -56,11 +56,14 @@ from mempald.store.edge import BUILDING, LEGACY_SHARD, current_shard, remove_sta
 from mempald.store.gateway import StoreGateway
 from mempald.store.host import WRITES, damage_hint
 from mempald.store.host_process import START_TIMEOUT_S, HostGone, HostProcess, child_env, open_timeout
+from mempald.store.journal import SUFFIX as JOURNAL
+from mempald.store.journal import WriteJournal, remove_stale_journals
 from mempald.store.space import MB, death_of, free_bytes, sparse_debt
 
 log = logs.get("store")
 
-# Writes kept for replay during one rebuild (points); past this the rebuild is dropped and retried later.
+# Writes kept for replay during one rebuild (points, in a file: ``mempald.store.journal``); past this the rebuild
+# is dropped and retried later.
 JOURNAL_MAX_POINTS = 50_000
 START_ATTEMPTS = 5
 DEATHS_BEFORE_PAUSE = 3  # store process deaths within DEATH_WINDOW_S before restarts are paused
@@ -83,8 +86,12 @@ class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
         removed = remove_stale_shards(path)
         if removed:
             log.info("stale_shards_removed", folders=removed)
-        self._journal: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None
-        self._journal_points = 0
+        removed = remove_stale_journals(path)
+        if removed:
+            log.info("stale_journals_removed", files=removed)
+        self._journal: WriteJournal | None = None
+        self._dropped = ""  # why the last rebuild's journal was dropped
+        self._written = 0  # points written since the last build began (``written_since_build``)
         self._closed = False
         self._deaths: list[float] = []  # when store processes died (the last minute's)
         self._paused_until = 0.0
@@ -172,14 +179,26 @@ class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
     def _write(self, method: str, *args: Any) -> None:
         assert method in WRITES, method  # only these are journaled and replayed
         self._call(method, *args)
+        points = len(args[0]) if isinstance(args[0], Sequence) else 1
+        self._written += points
         journal = self._journal  # (``abort_rebuild`` may drop it from another thread)
+        if journal is None:
+            return
+        try:
+            journal.append(method, args)
+        except StoreError as exc:  # the write is done; only the rebuild cannot be: it is dropped
+            self._drop_journal(str(exc))
+            return
+        if journal.points > JOURNAL_MAX_POINTS:
+            self._drop_journal(f"too many writes arrived while the index was built ({journal.points} points)")
+
+    def _drop_journal(self, why: str = "") -> None:
+        journal, self._journal = self._journal, None
         if journal is not None:
-            journal.append((method, args, {}))
-            self._journal_points += len(args[0]) if isinstance(args[0], Sequence) else 1
-            if self._journal_points > JOURNAL_MAX_POINTS:
-                log.warning("index_rebuild_dropped", reason="too many writes while building",
-                            points=self._journal_points)
-                self._journal = None
+            journal.drop()
+            if why:
+                self._dropped = why
+                log.warning("index_rebuild_dropped", reason=why)
 
     # the Store contract --------------------------------------------------------------------------------
     def upsert(self, points: Sequence[PointData]) -> None:
@@ -258,6 +277,10 @@ class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
     def misplaced_indexes(self) -> list[str]:
         return list(self._call("misplaced_indexes"))
 
+    @property
+    def written_since_build(self) -> int:
+        return self._written
+
     def snapshot_to(self, dst: Path) -> None:
         """Flush and copy the live shard folder to ``dst`` (a backup: call it on the store's worker thread with
         nothing in between, ``StoreGateway.exclusive``, as step 1 of a rebuild does)."""
@@ -273,8 +296,8 @@ class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
                              f"and {free / MB:.0f} MB are free")
         building = self.path / f"{LEGACY_SHARD}-{time.time_ns() // 1_000_000}{BUILDING}"
         self._call("snapshot_to", str(building))
-        self._journal = []
-        self._journal_points = 0
+        self._journal = WriteJournal(building.with_name(building.name.removesuffix(BUILDING) + JOURNAL))
+        self._written = 0
         return building
 
     def spawn_host(self, shard: str) -> HostProcess:
@@ -285,17 +308,18 @@ class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
         """Step 3-4, on the store's worker thread: replay, flush, switch. Returns the old host to close."""
         journal = self._journal
         if journal is None:
-            raise StoreError("too many writes arrived while the index was built; it will be rebuilt later")
-        if journal:
-            new.call("replay", (journal,), {})
+            raise StoreError(f"the writes made during the build could not be kept ({self._dropped}); the index "
+                             "will be built later")
+        journal.sync()
+        new.call("replay", (str(journal.path),), {})
         new.call("flush", (), {})
         set_current_shard(self.path, new.shard)
         old, self._host = self._host, new
-        self._journal = None
-        return old, len(journal)
+        self._drop_journal()
+        return old, journal.entries
 
     def abort_rebuild(self) -> None:
-        self._journal = None
+        self._drop_journal()
 
     async def rebuild(self, exclusive: Exclusive) -> dict[str, Any]:
         """``IndexRebuild``: the steps of the module docstring."""
