@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from _harness import Daemon, bench_env, dir_size_mb, loadavg, parser, report, size, write_corpus
+from _rss import RssSampler
 
 
 def fetch_texts(d: Daemon) -> list[dict[str, Any]]:
@@ -38,19 +39,23 @@ def fetch_texts(d: Daemon) -> list[dict[str, Any]]:
 
 
 def keyword_report(args: Any, st: dict[str, Any], ready_s: float, total_s: float, peak_mb: float,
-                   load_start: list[float]) -> None:
+                   sampler: RssSampler, load_start: list[float]) -> None:
     """``--keyword-only``: every file read, so every drawer keyword-searchable (the dense pass not awaited)."""
     exchanges = sum(int(s["exchanges"]) for s in st["sources"])
     result = {"exchanges": exchanges, "drawers": int(st["drawers"]), "ready_s": round(ready_s, 2),
               "keyword_done_s": round(total_s, 2), "exchanges_per_s": round(exchanges / total_s, 1),
               "keyword_pass_s": round(total_s - ready_s, 2), "peak_rss_mb": round(peak_mb, 1),
+              "rss_growth_mb": sampler.growth()["VmRSS"], "anon_growth_mb": sampler.growth()["RssAnon"],
+              "file_growth_mb": sampler.growth()["RssFile"],
               "dense_backlog_at_end": int(st["dense_backlog"]), "loadavg_start": load_start}
     report("backfill, keyword pass", [
         ("exchanges / drawers", f"{exchanges} / {result['drawers']}"),
         ("daemon ready (s)", result["ready_s"]),
         ("keyword-searchable all, from process start (s)", result["keyword_done_s"]),
         ("exchanges/s keyword pass (from start)", result["exchanges_per_s"]),
-        ("peak RSS (MB)", result["peak_rss_mb"]),
+        ("peak RSS (MB, each process's own peak, summed)", result["peak_rss_mb"]),
+        ("daemon + its processes, RSS growth past ready (MB)",
+         f"{result['rss_growth_mb']} (anonymous {result['anon_growth_mb']}, file-backed {result['file_growth_mb']})"),
         ("load at start", " ".join(f"{x:.2f}" for x in load_start)),
     ], result, args.json)
 
@@ -69,6 +74,7 @@ def main() -> None:
         d = Daemon(be).start(wait=False)
         try:
             ready_s = d.wait_ready()
+            sampler = RssSampler(d).start()  # (the keyword pass's RSS, as bench/cursor_backfill.py measures it)
             t0 = d.started_at
             keyword_done: float | None = None
             max_backlog = 0
@@ -90,7 +96,8 @@ def main() -> None:
                 time.sleep(0.25 if n <= 1000 else 1.0)
             total_s = time.monotonic() - t0
             if args.keyword_only:
-                keyword_report(args, st, ready_s, total_s, d.peak_rss_mb(), load_start)
+                sampler.stop()
+                keyword_report(args, st, ready_s, total_s, d.peak_rss_mb(), sampler, load_start)
                 return
             peak_mb = d.peak_rss_mb()
             time.sleep(2.0)
