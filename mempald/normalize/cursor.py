@@ -37,6 +37,7 @@ from typing import Any
 from mempald.normalize import copilot
 from mempald.normalize import cursor_bubbles as cb
 from mempald.normalize.common import add_unique, as_str
+from mempald.normalize.cursor_transcript_text import CURSORS_OWN, cursors_own
 from mempald.normalize.format import Format, Input, Look, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange
@@ -200,6 +201,16 @@ class _Conv:
         self.answer, self.tools, self.files, self.attached, self.refs = [], [], [], [], []
 
     def bubble(self, ref: str, bubble: dict[str, Any], kind: int, bid: str) -> None:
+        own = cursors_own(as_str(bubble.get("text"))) if kind == cb.USER else None
+        if own is not None:  # Cursor's own message in a user bubble: its answer goes on with the open exchange
+            if self.key:
+                if own.note:
+                    self.answer.append(own.note)
+                self.ledger.folded(ref, self.key, CURSORS_OWN)
+                self.refs.append(ref)
+            else:
+                self.ledger.skipped(ref, CURSORS_OWN)
+            return
         if kind == cb.USER:
             self.close()
             self.when, self.user = bubble.get("createdAt"), cb.user_text(bubble)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mempald.normalize.common import MAX_ARG, MAX_RESULT, add_unique, as_str, one_line, touched_path
+from mempald.normalize.cursor_transcript_text import typed
 from mempald.normalize.format import loads
 from mempald.normalize.model import strip_injected
 
@@ -108,7 +109,7 @@ def prompt_key(session: str, prompt: str, seen: dict[str, int]) -> str:
 
 
 def user_text(bubble: dict[str, Any]) -> str:
-    return strip_injected(as_str(bubble.get("text"))).strip()
+    return typed(strip_injected(as_str(bubble.get("text")))).strip()
 
 
 def _tool_args(tool: dict[str, Any]) -> dict[str, Any]:

@@ -120,9 +120,9 @@ class _Conversation:
             if self.key:
                 if said.note:
                     self.answer.append(said.note)
-                self.ledger.folded(ref, self.key, "Cursor's own follow-up (not typed)")
+                self.ledger.folded(ref, self.key, txt.CURSORS_OWN)
             else:
-                self.ledger.skipped(ref, "Cursor's own follow-up (not typed)")
+                self.ledger.skipped(ref, txt.CURSORS_OWN)
             return
         if not said.prompt and not said.attached:
             self.ledger.skipped(ref, "empty prompt")

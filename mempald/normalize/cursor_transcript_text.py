@@ -47,6 +47,7 @@ _PATH_ATTR = re.compile(r"\bpath=\"([^\"]+)\"(?:[^>]*?\blines=\"([^\"]+)\")?")
 _PATH_ARG = re.compile(r"\bpath=([^\s,\"`]+)")
 _LISTED = re.compile(r"^[ \t]*(?:\d+\.|-)[ \t]+((?:[A-Za-z]:[\\/]|~?/(?!/)|\.{1,2}/|[\w@.-]+/)\S.*?)\s*$", re.M)
 _EDITED = re.compile(r"^--- (\S.*?)\s*$", re.M)  # "The user made the following changes": a diff of a file
+CURSORS_OWN = "Cursor's own follow-up (not typed)"  # the ledger's reason for such a message
 _CURSORS_OWN = ("The above subagent result is already visible to the user",
                 "Briefly inform the user about the task result")
 _ARG_KEYS = ("command", "path", "target_file", "file_path", "target_notebook", "pattern", "query", "search_term",
@@ -168,6 +169,22 @@ def said(text: str) -> Said:
                 f" ({status.group(1)})" if status else "")
         out.prompt = ""
     return out
+
+
+def cursors_own(text: str) -> Said | None:
+    """What ``said`` makes of a user message that Cursor wrote (a finished background task's
+    ``<system_notification>``, one of its fixed follow-ups); None for a message someone typed. The same messages
+    are user bubbles in ``state.vscdb`` and ``**User**`` turns in an export or a SpecStory history."""
+    if "<system_notification" not in text and not any(p in text for p in _CURSORS_OWN):
+        return None
+    out = said(text)
+    return out if out.cursors else None
+
+
+def typed(text: str) -> str:
+    """A user message's typed text: as it is, but for a message carrying a ``<system_notification>`` beside a
+    ``<user_query>`` (only the query was typed)."""
+    return said(text).prompt if "<system_notification" in text else text
 
 
 def tool_summary(name: str, args: Any, cwd: str | None) -> tuple[str, str, list[str]]:

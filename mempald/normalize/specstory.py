@@ -28,6 +28,7 @@ from pathlib import PurePosixPath
 
 from mempald.normalize.common import MAX_ARG, add_unique, one_line
 from mempald.normalize.cursor_bubbles import prompt_key
+from mempald.normalize.cursor_transcript_text import CURSORS_OWN, cursors_own, typed
 from mempald.normalize.format import Format, Input, Parsed, Probe
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import Exchange, strip_injected
@@ -104,8 +105,10 @@ def pair_turns(turns: list[tuple[str, str, int, str]], ledger: Ledger, make: Cal
     tools: list[str] = []
     refs: list[int] = []
 
+    folded: list[int] = []  # Cursor's own "user" turns (a finished task's notification), folded into the open one
+
     def close() -> None:
-        nonlocal user, answers, tools, refs
+        nonlocal user, answers, tools, refs, folded
         if user is not None or answers:
             u_text, u_line, u_marker = user or ("", refs[0], "")
             if u_text or any(answers):
@@ -113,15 +116,26 @@ def pair_turns(turns: list[tuple[str, str, int, str]], ledger: Ledger, make: Cal
                 out.append(ex)
                 for r in refs:
                     ledger.stored(f"line {r}", ex.key)
+                for r in folded:
+                    ledger.folded(f"line {r}", ex.key, CURSORS_OWN)
             else:
-                for r in refs:
+                for r in [*refs, *folded]:
                     ledger.skipped(f"line {r}", "empty turn")
-        user, answers, tools, refs = None, [], [], []
+        user, answers, tools, refs, folded = None, [], [], [], []
 
     for role, body, line, marker in turns:
+        own = cursors_own(body) if role == "user" else None
+        if own is not None:  # never a prompt: the answer after it goes on with the open exchange
+            if user is not None or answers:
+                if own.note:
+                    answers.append(own.note)
+                folded.append(line)
+            else:
+                ledger.skipped(f"line {line}", CURSORS_OWN)
+            continue
         if role == "user":
             close()
-            user = (strip_injected(body).strip(), line, marker)
+            user = (typed(strip_injected(body)).strip(), line, marker)
         else:
             text, named = answer_text(body)
             answers.append(text)
