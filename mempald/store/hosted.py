@@ -7,9 +7,10 @@ daemon only pickles calls over a socket pair (``mempald.store.host``) and waits 
 The index rebuild (``rebuild_index``), run when enough drawers are not indexed yet and the daemon is idle:
 
 1. the host flushes and copies its shard folder (writes wait for the copy; searches are served before and
-   after it); from then on every write is also kept in a journal, in order;
+   after it); from then on every write is also kept, in order, in a journal file beside the store
+   (``mempald.store.journal``);
 2. ``python -m mempald.store.host build`` builds the HNSW and sparse indexes on the copy, at low priority;
-3. a second host opens the built copy; the journal is replayed into it and flushed;
+3. a second host opens the built copy, reads the journal and applies it, and is flushed;
 4. ``CURRENT`` is switched to the new folder (one atomic rename), calls go to the new host, the old host
    closes and its folder is removed.
 
