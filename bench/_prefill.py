@@ -116,7 +116,8 @@ def prefilled(data_dir: Path, n_drawers: int, indexed: bool = False) -> dict[str
         shutil.rmtree(cached, ignore_errors=True)
         partial.rename(cached)
     if indexed:
-        from mempald.store.edge import build_index, current_shard
+        from mempald.store.edge import current_shard
+        from mempald.store.index_build import build_index
 
         built = CACHE / f"prefill-v3-{n_drawers}-indexed"
         if not (built / "store" / "mempal-meta.json").is_file():

@@ -2,8 +2,8 @@
 
 Design choices (measured, see README "Performance"):
 - ``optimize()`` is never called by a process that serves requests: it holds the GIL for its whole run (minutes
-  at 100k points). The daemon builds the index on a copy in a separate process and swaps it in
-  (``mempald.store.hosted``); until then, plain segments are searched brute force.
+  at 100k points). The daemon builds the index on a copy in a separate process (``mempald.store.index_build``)
+  and swaps it in (``mempald.store.hosted``); until then, plain segments are searched brute force.
 - The live shard is the folder named in ``CURRENT`` (``shard`` when there is no such file), so a rebuilt
   shard replaces the old one with one atomic rename of that pointer.
 - The WAL stays on: with it, a ``kill -9`` loses nothing that ``update`` returned, and a second process
@@ -40,19 +40,12 @@ from mempald.store.base import (
     StoredPoint,
     StoreError,
 )
-from mempald.store.field_index import create_indexes, misplaced_indexes, place_indexes
+from mempald.store.field_index import create_indexes, misplaced_indexes
 
 META_FILE = "mempal-meta.json"
 CURRENT_FILE = "CURRENT"
 LEGACY_SHARD = "shard"
 BUILDING = ".building"  # the suffix of a shard folder whose index is being built (a copy)
-# A shard rebuilt with its index: vectors, sparse index, payload and id tracker read through the page cache
-# instead of living in the process (measured at 100k drawers: 946 -> 258 MB RSS, dense query 7.9 -> 2.4 ms).
-BUILT_MEMORY = qe.Memory.Cold
-# A build indexes what is not built yet and leaves built segments alone until there are more than this many
-# (then the smallest are merged). With Qdrant's default (one per core) each build merged the whole shard: a
-# build during a backfill at 68,000 drawers took 11 s and 887 MB; with 8, 1.5 s and 295 MB.
-BUILD_SEGMENTS = 8
 # Search hits do not carry a drawer's indexing context (up to 1,200 characters each): less to copy out of
 # the store on every query (measured: about 4 ms of a 100k-drawer search).
 _HIT_PAYLOAD = qe.PayloadSelector.Exclude(["context"])
@@ -138,28 +131,6 @@ def set_current_shard(path: Path, name: str) -> None:
             os.close(fd)
 
 
-def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
-    """Build the vector indexes of the shard in ``shard_dir`` (blocking, minutes at 100k points, holding the
-    GIL all along: only ever run in a process of its own), placing its field indexes first. Returns whether
-    anything was built or moved."""
-    config = qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=_dims_of(shard_dir), distance=qe.Distance.Cosine,
-                                            memory=BUILT_MEMORY)},
-        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=BUILT_MEMORY)},
-        payload_memory=BUILT_MEMORY, id_tracker_memory=BUILT_MEMORY,
-        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb,
-                                           default_segment_number=BUILD_SEGMENTS),
-    )
-    shard = qe.EdgeShard.load(str(shard_dir), config)
-    try:
-        moved = place_indexes(shard)
-        built = bool(shard.optimize()) or bool(moved)
-        shard.flush()
-    finally:
-        shard.close()
-    return built
-
-
 def remove_stale_shards(path: Path) -> list[str]:
     """Remove shard folders a rebuild left behind (not the current one). Only while nothing else uses them."""
     current = current_shard(path)
@@ -202,7 +173,7 @@ def release_lock(fd: int) -> None:
         os.close(fd)  # closing the descriptor releases the flock
 
 
-def _dims_of(shard_dir: Path) -> int:
+def dims_of(shard_dir: Path) -> int:
     cfg = json.loads((shard_dir / "edge_config.json").read_text())
     return int(cfg["vectors"][DENSE]["size"])
 
@@ -241,7 +212,7 @@ class EdgeStore(Store, Snapshots):
             if shard_dir.exists() and any(shard_dir.iterdir()):
                 self._shard = qe.EdgeShard.load(str(shard_dir))
                 vectors = self._shard_dims()
-                own = _dims_of(shard_dir) if (shard_dir / "edge_config.json").exists() else None
+                own = dims_of(shard_dir) if (shard_dir / "edge_config.json").exists() else None
                 if vectors is not None and own is not None and vectors != own:
                     self._shard.close()
                     raise StoreError(

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mempald.store.base import Filters, Ranker, StoreError
-from mempald.store.edge import EdgeStore, build_index
+from mempald.store.edge import EdgeStore
+from mempald.store.index_build import build_index
 from mempald.store.journal import entries as journal_entries
 
 BUILD_NICE = 10

@@ -17,9 +17,10 @@ import pytest
 from mempald.config import SettingsRef, parse_settings
 from mempald.store import hosted
 from mempald.store.base import Filters, PointData, SparseVec, StoreError
-from mempald.store.edge import BUILD_SEGMENTS, current_shard
+from mempald.store.edge import current_shard
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
+from mempald.store.index_build import BUILD_SEGMENTS
 from mempald.store.journal import SUFFIX
 from mempald.store.maintenance import IndexMaintainer
 

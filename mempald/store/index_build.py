@@ -1,0 +1,42 @@
+"""Building a shard's indexes, in a process of its own (``python -m mempald.store.host build``, started by the
+daemon's index rebuild, ``mempald.store.hosted``): HNSW and sparse indexes, the field indexes placed first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import qdrant_edge as qe
+
+from mempald.store.base import DENSE, SPARSE
+from mempald.store.edge import dims_of
+from mempald.store.field_index import place_indexes
+
+# A shard rebuilt with its index: vectors, sparse index, payload and id tracker read through the page cache
+# instead of living in the process (measured at 100k drawers: 946 -> 258 MB RSS, dense query 7.9 -> 2.4 ms).
+BUILT_MEMORY = qe.Memory.Cold
+# A build indexes what is not built yet and leaves built segments alone until there are more than this many
+# (then the smallest are merged). With Qdrant's default (one per core) each build merged the whole shard: a
+# build during a backfill at 68,000 drawers took 11 s and 887 MB; with 8, 1.5 s and 295 MB.
+BUILD_SEGMENTS = 8
+
+
+def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
+    """Build the vector indexes of the shard in ``shard_dir`` (blocking, minutes at 100k points, holding the
+    GIL all along: only ever run in a process of its own), placing its field indexes first. Returns whether
+    anything was built or moved."""
+    config = qe.EdgeConfig(
+        vectors={DENSE: qe.EdgeVectorParams(size=dims_of(shard_dir), distance=qe.Distance.Cosine,
+                                            memory=BUILT_MEMORY)},
+        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=BUILT_MEMORY)},
+        payload_memory=BUILT_MEMORY, id_tracker_memory=BUILT_MEMORY,
+        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb,
+                                           default_segment_number=BUILD_SEGMENTS),
+    )
+    shard = qe.EdgeShard.load(str(shard_dir), config)
+    try:
+        moved = place_indexes(shard)
+        built = bool(shard.optimize()) or bool(moved)
+        shard.flush()
+    finally:
+        shard.close()
+    return built
