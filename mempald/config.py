@@ -76,13 +76,9 @@ class StoreSettings:
     replication_factor: int = 0
     # Embedded store only: keep the shard in a child process, so no Qdrant Edge call holds the daemon's GIL.
     process: bool = True
-    # Embedded store only: build the vector indexes (in a separate process, swapped in when done) once this
-    # many vectors are not indexed and the daemon is idle; 0 = never (brute-force search, more memory).
-    index_after: int = 20_000
+    index_after: int = 20_000  # embedded: vectors unindexed before an idle build (store.maintenance); 0: never
     index_quiet_s: float = 30.0  # ... and nothing has been queued for this long
-    # ... or, while files are still being read, once this many drawers were written since the last build: a
-    # backfill's drawers then leave the store process's memory in parts (0 = only when idle).
-    index_during_backfill: int = 8_000
+    index_during_backfill: int = 8_000  # ... or each time so many drawers were written while files are read
     # Embedded store only: writes pause (ingest waits, search goes on) while the disk holding the store has less
     # than this many MB free, counting what its preallocated files may still take (mempald.store.space).
     min_free_mb: int = 256
@@ -313,20 +309,19 @@ def _cross_check(s: Settings) -> None:
         raise ConfigError("ingest.build_workers: must be between 0 (build in the daemon) and 64")
     if s.ingest.reconcile_interval_s <= 0:
         raise ConfigError("ingest.reconcile_interval_s: must be positive")
-    if s.store.index_after < 0:
-        raise ConfigError("store.index_after: must be 0 (never) or a number of vectors")
-    if s.store.index_during_backfill < 0:
-        raise ConfigError("store.index_during_backfill: must be 0 (only when idle) or a number of drawers")
-    if s.store.index_quiet_s < 0:
-        raise ConfigError("store.index_quiet_s: must be 0 or more seconds")
+    for key, value, what in (("index_after", s.store.index_after, "0 (never) or a number of vectors"),
+                             ("index_during_backfill", s.store.index_during_backfill,
+                              "0 (only when idle) or a number of drawers"),
+                             ("index_quiet_s", s.store.index_quiet_s, "0 or more seconds"),
+                             ("min_free_mb", s.store.min_free_mb, "0 (no check) or a number of MB")):
+        if value < 0:
+            raise ConfigError(f"store.{key}: must be {what}")
     if s.daemon.max_line_bytes < 1024:
         raise ConfigError("daemon.max_line_bytes: must be at least 1024")
     if s.ingest.max_file_bytes < 1024:
         raise ConfigError("ingest.max_file_bytes: must be at least 1024")
     if s.sync.interval_s <= 0 or s.sync.dense_wait_s < 0:
         raise ConfigError("sync.interval_s: must be positive (and sync.dense_wait_s 0 or more)")
-    if s.store.min_free_mb < 0:
-        raise ConfigError("store.min_free_mb: must be 0 (no check) or a number of MB")
     for key, value, top in (("search.min_score", s.search.min_score, 1.0), ("hooks.recall_threshold",
                             s.hooks.recall_threshold, 1.0), ("hooks.recall_beyond_threshold",
                             s.hooks.recall_beyond_threshold, 2.0)):  # above 1: never beyond the project

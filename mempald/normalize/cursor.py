@@ -203,14 +203,11 @@ class _Conv:
     def bubble(self, ref: str, bubble: dict[str, Any], kind: int, bid: str) -> None:
         own = cursors_own(as_str(bubble.get("text"))) if kind == cb.USER else None
         if own is not None:  # Cursor's own message in a user bubble: its answer goes on with the open exchange
-            if self.key:
-                if own.note:
-                    self.answer.append(own.note)
-                self.ledger.folded(ref, self.key, CURSORS_OWN)
-                self.refs.append(ref)
-            else:
-                self.ledger.skipped(ref, CURSORS_OWN)
-            return
+            if not self.key:
+                return self.ledger.skipped(ref, CURSORS_OWN)
+            self.answer += [own.note] if own.note else []
+            self.ledger.folded(ref, self.key, CURSORS_OWN)
+            return self.refs.append(ref)
         if kind == cb.USER:
             self.close()
             self.when, self.user = bubble.get("createdAt"), cb.user_text(bubble)
