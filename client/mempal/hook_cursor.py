@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     event = args[0] if args else ""
     if hook.PROBE_FLAG in args:
-        print(f"mempal-hook (cursor) ok: {event}" if event in hook.HANDLERS else "mempal-hook: unknown event")
+        known = event in hook.HANDLERS  # `mempal doctor` reads "mempal-hook ok" as hook.main's probe says it
+        print(f"mempal-hook ok: {event} (cursor)" if known else f"mempal-hook: unknown event {event!r}",
+              file=sys.stdout if known else sys.stderr)
         return 0 if event in hook.HANDLERS else 2
     out = None
     armed = hasattr(hook._signal, "setitimer")

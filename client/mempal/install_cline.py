@@ -5,7 +5,8 @@ Cline runs, for each event, an executable file named exactly after it (no extens
 folder, ``~/Documents/Cline/Hooks/`` (``--scope user``, the default), or in a workspace's ``.clinerules/hooks/``
 (``--scope project``: the current directory's); both run when both exist. Each file written here is a small
 ``/bin/sh`` script that ``exec``s ``mempal-hook EVENT --agent cline`` (``mempal.install.hook_command_prefix``:
-this Python with the guarded hook entry; pinned palace variables included) and carries a marker line, by which
+this Python with the guarded hook entry; pinned palace variables included) with the script's own arguments
+(Cline passes none; ``mempal doctor`` runs the file with ``--probe``) and carries a marker line, by which
 mempal's files are recognised:
 
 - ``TaskStart`` and ``TaskResume``: the wake-up (``session-start``);
@@ -50,7 +51,7 @@ def hooks_dir(scope: str) -> Path:
 
 
 def script_text(prefix: str, verb: str) -> str:
-    return f"#!/bin/sh\n{MARKER}\nexec {prefix} {verb} --agent cline\n"
+    return f'#!/bin/sh\n{MARKER}\nexec {prefix} {verb} --agent cline "$@"\n'
 
 
 def is_ours(path: Path) -> bool:

@@ -1,8 +1,8 @@
 """``mempal doctor``: the checks a client can make without opening the store or loading the model (the
 configuration, the daemon and its socket, the data directory, hooks, MCP, disk space); every failed check says
-how to fix it. The hooks are checked by running each installed command with ``--probe``: a command that cannot
-start the hook (its package moved) is reported as a broken hook path. ``mempald doctor`` adds the store, the
-model and the watch limit."""
+how to fix it. The hooks (of every agent mempal installs hooks for) are checked by running each installed command
+with ``--probe``: a command that cannot start the hook (its package moved) is reported as a broken hook path.
+``mempald doctor`` adds the store, the model and the watch limit."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
+from mempal.cli.doctor_hooks import Installed, installed
+from mempal.cli.doctor_hooks import hook_groups as _ours
 from mempal.connection import DaemonUnavailable, call
 from mempal.hook import PROBE_FLAG
 from mempal.hook_hung import mark_path
@@ -79,9 +80,15 @@ def check_data_dir() -> Check:
 
 
 HOOK_PROBE_TIMEOUT_S = 10.0  # one hook command's start, probed (a cold interpreter on a busy machine included)
-BROKEN_FIX = ("mempal install-hooks, run with the Python whose `mempal` you use: the commands name an interpreter "
-              "and a package folder that no longer start the hook (`pip install -e` after `pip install .` moves "
-              "the package; a venv was removed)")
+
+
+def broken_fix(install: str) -> str:
+    return (f"{install}, run with the Python whose `mempal` you use: the commands name an interpreter and a package "
+            "folder that no longer start the hook (`pip install -e` after `pip install .` moves the package; a venv "
+            "was removed)")
+
+
+BROKEN_FIX = broken_fix("mempal install-hooks")
 
 
 def probe_hook(command: str) -> str | None:
@@ -99,19 +106,6 @@ def probe_hook(command: str) -> str | None:
     said = [ln for ln in res.stderr.splitlines() if ln.strip()]
     return f"exit {res.returncode}" + (f": {said[-1].strip()[:300]}" if said else " without the probe's answer "
                                        "(a hook of an older release, or another program)")
-
-
-def _ours(settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    hooks = settings.get("hooks")
-    out: dict[str, list[dict[str, Any]]] = {}
-    if isinstance(hooks, dict):
-        for event, groups in hooks.items():
-            if isinstance(groups, list):
-                mine = [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                        and any(map(is_ours, g["hooks"]))]
-                if mine:
-                    out[event] = mine
-    return out
 
 
 def check_hook_file(name: str, path: Path, agent: str) -> Check | None:
@@ -140,9 +134,30 @@ def check_hook_file(name: str, path: Path, agent: str) -> Check | None:
     return Check(name, True, f"{len(commands)} hook commands in {path}, each probed: they run")
 
 
+def check_installed(found: Installed) -> Check:
+    """One agent's hooks (``mempal.cli.doctor_hooks``): each command run with ``--probe`` as the agent runs it,
+    and its events beside this release's."""
+    if found.error:
+        return Check(found.name, False, found.error, f"fix {found.where} by hand, then {found.fix}")
+    n = len(found.commands)
+    broken = [(event, why) for event, cmd in found.commands if (why := probe_hook(cmd)) is not None]
+    if broken:
+        shown = "; ".join(f"{event}: {why}" for event, why in broken[:3])
+        return Check(found.name, False, f"the hook path is broken: {len(broken)} of {n} hook commands in "
+                                        f"{found.where} do not run ({shown})", broken_fix(found.fix))
+    events = found.events
+    differ = [f"{what} {', '.join(sorted(names))}" for what, names in (
+        ("missing", found.wanted - events), ("not this release's", events - found.wanted),
+        ("written by an earlier release (they cannot be probed)", set(found.unprobed))) if names]
+    if differ:
+        return Check(found.name, False, f"{n} hook commands in {found.where} run, but differ from this release's: "
+                                        f"{'; '.join(differ)}", found.fix, warning=True)
+    return Check(found.name, True, f"{n} hook commands in {found.where}, each probed: they run")
+
+
 def check_hooks() -> list[Check]:
-    """Claude Code's hooks (user settings, and this project's when it has mempal's), Codex's when installed:
-    found by their commands, and each command run with ``--probe``."""
+    """Claude Code's hooks (user settings, and this project's when it has mempal's), Codex's, Gemini CLI's,
+    Antigravity's, Cursor's and Cline's when installed: found by their commands, each run with ``--probe``."""
     user = claude_settings_path("user")
     found = [c for c in (check_hook_file("Claude Code hooks", user, "claude"),
                          check_hook_file("Claude Code hooks (project)", claude_settings_path("project"), "claude")
@@ -150,6 +165,7 @@ def check_hooks() -> list[Check]:
                          check_hook_file("Codex hooks", codex_hooks_path("user"), "codex")) if c is not None]
     if not any(c.name.startswith("Claude Code") for c in found):
         found.insert(0, Check("Claude Code hooks", False, f"not in {user}", "mempal install-hooks", warning=True))
+    found += [check_installed(f) for f in installed()]
     hung = check_hung_marker()
     return found + ([hung] if hung is not None else [])
 

@@ -40,7 +40,7 @@ def test_user_scope_writes_one_executable_script_per_event_and_comes_out_exactly
         path = folder / event
         text = path.read_text()
         assert text.startswith("#!/bin/sh\n") and MARKER in text, text
-        assert text.rstrip("\n").endswith(f" {verb} --agent cline"), text
+        assert text.rstrip("\n").endswith(f' {verb} --agent cline "$@"'), text  # doctor probes through it
         assert path.stat().st_mode & stat.S_IXUSR  # Cline skips a file that is not executable
     assert theirs.read_text() == "#!/bin/sh\necho '{\"cancel\": false}'\n"
     before = {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in folder.iterdir()}
