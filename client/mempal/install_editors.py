@@ -122,7 +122,7 @@ def cursor_hook_commands(prefix_argv: list[str], guard_entry: str) -> dict[str, 
     return {event: shlex.join(argv) + " " + verb for event, verb in CURSOR_EVENTS.items()}
 
 
-def _is_ours(handler: object) -> bool:
+def is_ours_handler(handler: object) -> bool:
     return isinstance(handler, dict) and CURSOR_ENTRY in str(handler.get("command", ""))
 
 
@@ -136,9 +136,9 @@ def cursor_hooks(config: Json, commands: dict[str, str] | None, path: Path) -> J
         current = hooks.get(event, [])
         if not isinstance(current, list):
             raise InstallError(f"{path}: hooks.{event} is not a list; fix it by hand, nothing was changed")
-        kept = [h for h in current if not _is_ours(h)]
+        kept = [h for h in current if not is_ours_handler(h)]
         wanted = [{"command": commands[event]}] if commands and event in commands else []
-        if [h for h in current if _is_ours(h)] == wanted:
+        if [h for h in current if is_ours_handler(h)] == wanted:
             continue
         if kept or wanted:
             hooks[event] = kept + wanted

@@ -78,7 +78,7 @@ def antigravity_entry(prefix: str) -> Json:
             for event, (name, timeout) in ANTIGRAVITY_HOOKS.items()}
 
 
-def _ours(entry: Any) -> bool:
+def holds_ours(entry: Any) -> bool:
     from mempal.install import is_ours
 
     return isinstance(entry, dict) and any(is_ours(h) for groups in entry.values() if isinstance(groups, list)
@@ -93,7 +93,7 @@ def with_hooks(agent: str, config: Json, path: Path, prefix: str) -> Json:
     if agent == "gemini":
         return merge_hooks(config, gemini_entries(prefix), path)
     current = config.get(HOOK_NAME)
-    if current is not None and not _ours(current):
+    if current is not None and not holds_ours(current):
         raise InstallError(f'{path}: a hook named "{HOOK_NAME}" that is not mempal\'s is there; nothing was changed')
     out = copy.deepcopy(config)
     out[HOOK_NAME] = antigravity_entry(prefix)
@@ -106,7 +106,7 @@ def without_hooks(agent: str, config: Json, path: Path) -> Json:
     if agent == "gemini":
         return remove_hooks(config, path)
     out = copy.deepcopy(config)
-    if _ours(out.get(HOOK_NAME)):
+    if holds_ours(out.get(HOOK_NAME)):
         del out[HOOK_NAME]
     return out
 

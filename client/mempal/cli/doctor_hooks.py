@@ -67,8 +67,8 @@ def _commands(agent: str, config: Json) -> tuple[tuple[str, str], ...]:
                      for h in g["hooks"] if is_ours(h))
     if agent == "antigravity":
         entry = config.get(install_gemini.HOOK_NAME)
-        return _handlers(entry, is_ours) if install_gemini._ours(entry) else ()
-    return _handlers(config.get("hooks"), install_editors._is_ours)
+        return _handlers(entry, is_ours) if install_gemini.holds_ours(entry) else ()
+    return _handlers(config.get("hooks"), install_editors.is_ours_handler)
 
 
 def hooks_file(agent: str, scope: str) -> Path:
