@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     lock = instance_lock(data_dir())
     with contextlib.suppress(OSError):
         lock.acquire()
+    from mempald.runtime.malloc import limit_arenas
+
+    limit_arenas()  # before the runtime starts a thread or a process
     from mempald.runtime.app import main_run
 
     return main_run(lock, verbose=args.verbose)
