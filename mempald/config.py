@@ -78,7 +78,7 @@ class StoreSettings:
     process: bool = True
     index_after: int = 20_000  # embedded: vectors unindexed before an idle build (store.maintenance); 0: never
     index_quiet_s: float = 30.0  # ... and nothing has been queued for this long
-    index_during_backfill: int = 8_000  # ... or each time so many drawers were written while files are read
+    index_during_backfill: int = 8_000  # ... or each time so many drawers were written while busy (0: never)
     # Embedded store only: writes pause (ingest waits, search goes on) while the disk holding the store has less
     # than this many MB free, counting what its preallocated files may still take (mempald.store.space).
     min_free_mb: int = 256

@@ -1,10 +1,11 @@
 """Keeping the embedded store fast and small: rebuild its indexes (in a separate process: the ``IndexRebuild``
 capability, ``hosted.rebuild_index``) once ``store.index_after`` vectors are not indexed, or a field index is placed
 in memory (a palace made by an earlier release, ``mempald.store.field_index``), and the daemon has been idle for
-``store.index_quiet_s``; and while files are being read, each time ``store.index_during_backfill`` drawers were
-written since the last build. The shard's unbuilt segment keeps its keyword and field indexes in the store
-process's memory (measured, a 65,000-drawer Cursor backfill: +409 MB anonymous, +353 MB file-backed); a built one
-is read through the page cache. So a backfill's drawers leave that memory in parts, not at the end."""
+``store.index_quiet_s``; and while it is busy (files read, drawers embedded), each time
+``store.index_during_backfill`` drawers were written since the last build. The shard's unbuilt segment keeps its
+keyword and field indexes in the store process's memory (measured, a 65,000-drawer Cursor backfill: +409 MB
+anonymous, +353 MB file-backed); a built one is read through the page cache. So a backfill's drawers leave that
+memory in parts, not at the end."""
 
 from __future__ import annotations
 
