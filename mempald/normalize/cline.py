@@ -68,16 +68,20 @@ def _place(agent: str, ext: str) -> Place:
         globs=("*",))
 
 
+# The Cline CLI's folders, each movable as the CLI moves it (in the daemon's environment): CLINE_DIR (~/.cline),
+# CLINE_DATA_DIR (its data/), CLINE_SESSION_DATA_DIR (data/sessions/).
+_DATA = "${{CLINE_DATA_DIR:-${{CLINE_DIR:-{home}/.cline}}/data}}"
+_SESSIONS = "${{CLINE_SESSION_DATA_DIR:-" + _DATA + "/sessions}}"
 # no per-place setting: ``sources.skip = ["cline"]`` turns them all off
 PLACES = (
     _place("Cline", "saoudrizwan.claude-dev"),
     _place("Roo Code", "rooveterinaryinc.roo-cline"),
     _place("Kilo Code", "kilocode.kilo-code"),
-    Place("Cline CLI", linux=("~/.cline/data/tasks",), macos=("~/.cline/data/tasks",),
-          windows=("%USERPROFILE%/.cline/data/tasks",), globs=("*",)),
+    Place("Cline CLI", linux=(_DATA.format(home="~") + "/tasks",), macos=(_DATA.format(home="~") + "/tasks",),
+          windows=(_DATA.format(home="%USERPROFILE%") + "/tasks",), globs=("*",)),
     # Cline 4 (its SDK, shared by the CLI, VS Code and JetBrains): one folder per session
-    Place("Cline", linux=("~/.cline/data/sessions",), macos=("~/.cline/data/sessions",),
-          windows=("%USERPROFILE%/.cline/data/sessions",), globs=("*",)),
+    Place("Cline", linux=(_SESSIONS.format(home="~"),), macos=(_SESSIONS.format(home="~"),),
+          windows=(_SESSIONS.format(home="%USERPROFILE%"),), globs=("*",)),
 )
 
 

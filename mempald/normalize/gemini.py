@@ -355,10 +355,10 @@ def detect(probe: Probe) -> bool:
 
 # ~/.gemini/tmp/<project>/chats/session-*.json[l] (<project>: the short name ~/.gemini/projects.json gives the
 # folder in current releases, sha256 of its path before), a sub-agent's chat one folder deeper, and the /chat save
-# checkpoints beside chats/. (GEMINI_CLI_HOME moves ~/.gemini: a watch names that root; sources.skip = ["gemini"]
-# turns it off.)
-PLACES = (Place("Gemini CLI", linux=("~/.gemini/tmp",), macos=("~/.gemini/tmp",),
-                windows=("%USERPROFILE%/.gemini/tmp",),
+# checkpoints beside chats/. GEMINI_CLI_HOME (in the daemon's environment) holds .gemini instead of the home;
+# sources.skip = ["gemini"] turns it off.
+_TMP = "${GEMINI_CLI_HOME:-~}/.gemini/tmp"
+PLACES = (Place("Gemini CLI", linux=(_TMP,), macos=(_TMP,), windows=("${GEMINI_CLI_HOME:-%USERPROFILE%}/.gemini/tmp",),
                 globs=("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/session-*.json",
                        "*/chats/*/session-*.jsonl", "*/checkpoint-*.json")),)
 

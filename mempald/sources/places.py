@@ -2,8 +2,10 @@
 resolved for this platform (blocking only for ``found``).
 
 A place's paths are templates (``~``, ``$XDG_DATA_HOME``, ``$XDG_CONFIG_HOME``, ``%APPDATA%``, ``%LOCALAPPDATA%``,
-``%USERPROFILE%``), each with its usual default when the variable is unset. A place with a ``setting`` is
-moved or turned off ("") by that ``[sources]`` key; ``sources.skip`` turns off any format's places by name.
+``%USERPROFILE%``), each with its usual default when the variable is unset, and ``${NAME:-fallback}`` for an
+agent's own override (``${AGENT_HOME:-~}/.agent``; fallbacks nest), as the daemon's environment has it. A place
+with a ``setting`` is moved or turned off ("") by that ``[sources]`` key; ``sources.skip`` turns off any format's
+places by name.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from mempald.normalize import registry
 from mempald.normalize.format import Format, Place
 
 _VAR = re.compile(r"\$\{?([A-Z_]+)\}?|%([A-Z_]+)%")
+_FALLBACK = re.compile(r"\$\{([A-Z_]+):-([^{}]*)\}")  # the innermost ``${NAME:-fallback}``
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,12 @@ def expand(template: str, env: Mapping[str, str] | None = None, home: Path | Non
         name = m.group(1) or m.group(2)
         return env.get(name) or str(defaults.get(name, m.group(0)))
 
-    text = _VAR.sub(var, template)
+    text = template
+    for _ in range(8):  # innermost first: a fallback may hold another
+        text, n = _FALLBACK.subn(lambda m: env.get(m.group(1)) or m.group(2), text)
+        if not n:
+            break
+    text = _VAR.sub(var, text)
     if text == "~" or text.startswith(("~/", "~\\")):
         text = str(home) + text[1:]
     return Path(text)

@@ -85,3 +85,25 @@ def test_every_places_setting_is_a_sources_setting() -> None:
     for fmt in registry.FORMATS:
         for place in fmt.places:
             assert not place.setting or place.setting in keys, (fmt.name, place.setting)
+
+
+def test_an_agents_own_override_moves_its_place_and_falls_back_when_unset(tmp_path: Path) -> None:
+    """``${NAME:-fallback}``, nested: Gemini CLI's GEMINI_CLI_HOME (the folder holding .gemini), the Cline CLI's
+    CLINE_DIR, CLINE_DATA_DIR and CLINE_SESSION_DATA_DIR, as the CLIs resolve them."""
+    home = {"HOME": str(tmp_path)}
+    by_agent = {(f.fmt.name, f.place.agent, f.root.name): f.place for f in default_roots(parse_settings({}, env={}),
+                                                                                          "linux", home)}
+    gemini = next(p for (name, _a, _r), p in by_agent.items() if name == "gemini")
+    sessions = next(p for (name, agent, root), p in by_agent.items() if name == "cline" and root == "sessions")
+    tasks = next(p for (name, agent, root), p in by_agent.items() if agent == "Cline CLI")
+    assert expand(gemini.linux[0], home) == tmp_path / ".gemini/tmp"
+    assert expand(gemini.linux[0], {**home, "GEMINI_CLI_HOME": "/srv/g"}) == Path("/srv/g/.gemini/tmp")
+    assert expand(gemini.windows[0], home) == tmp_path / ".gemini/tmp"  # %USERPROFILE%'s default
+    assert expand(sessions.linux[0], home) == tmp_path / ".cline/data/sessions"
+    assert expand(sessions.linux[0], {**home, "CLINE_DIR": "/c"}) == Path("/c/data/sessions")
+    assert expand(sessions.linux[0], {**home, "CLINE_DIR": "/c", "CLINE_DATA_DIR": "/d"}) == Path("/d/sessions")
+    assert expand(sessions.linux[0], {**home, "CLINE_SESSION_DATA_DIR": "/s", "CLINE_DIR": "/c"}) == Path("/s")
+    assert expand(tasks.linux[0], {**home, "CLINE_DIR": "~/alt"}) == tmp_path / "alt/data/tasks"
+    assert expand("${UNSET_NAME:-$XDG_CONFIG_HOME}/x", home) == tmp_path / ".config/x"  # a fallback is a template
+    found = {f.root for f in default_roots(parse_settings({}, env={}), "linux", {**home, "GEMINI_CLI_HOME": "/g"})}
+    assert Path("/g/.gemini/tmp") in found and tmp_path / ".gemini/tmp" not in found
