@@ -13,6 +13,7 @@ from mempald.normalize import gemini, registry
 from mempald.normalize.format import Input
 from mempald.normalize.gemini_project import project_dir, project_folder
 from mempald.normalize.model import CursorContext
+from mempald.sources.places import expand
 from tests.conftest import REPO
 from tests.unit.normalize.test_antigravity import DirLook
 
@@ -43,7 +44,9 @@ def test_gemini_declares_its_places_and_message_ids() -> None:
     fmt = gemini.FORMAT
     assert fmt.reads == "document" and fmt.ids == "message" and fmt.unit == "file"
     [place] = fmt.places
-    assert place.linux == place.macos == ("~/.gemini/tmp",) and place.windows == ("%USERPROFILE%/.gemini/tmp",)
+    home = {"HOME": "/h"}
+    assert place.linux == place.macos and expand(place.linux[0], home) == Path("/h/.gemini/tmp")
+    assert expand(place.windows[0], {**home, "USERPROFILE": "C:/Users/h"}) == Path("C:/Users/h/.gemini/tmp")
     for rel in ("app/chats/session-2026-03-02T10-00-5b1c2d3e.json", "app/chats/session-2026-03-02T10-00-5b1c2d3e.jsonl",
                 "app/chats/5b1c2d3e-0000-4000-8000-00000000abcd/session-2026-03-02T10-05-aa11bb22.jsonl",
                 "9cfc5cfa6f8f/checkpoint-kvantum.json"):

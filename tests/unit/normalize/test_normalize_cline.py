@@ -18,6 +18,7 @@ import pytest
 from mempald.normalize import cline
 from mempald.normalize.format import Input, Parsed, Probe
 from mempald.normalize.model import CursorContext, Line, NormalizeError
+from mempald.sources.places import expand
 from tests.conftest import REPO
 
 SAMPLES = REPO / "tests" / "fixtures" / "cline"
@@ -355,7 +356,9 @@ def test_it_is_declared_where_each_editor_keeps_it() -> None:
     assert not cline.detect(Probe(entries=("users.json", "channels.json")))
     agents = {p.agent for p in cline.FORMAT.places}
     assert agents == {"Cline", "Roo Code", "Kilo Code", "Cline CLI"}
-    assert any(p.linux == ("~/.cline/data/sessions",) for p in cline.FORMAT.places), "Cline 4's session store"
+    home = {"HOME": "/h", "USERPROFILE": "C:/Users/h"}
+    assert any(expand(p.linux[0], home) == Path("/h/.cline/data/sessions") for p in cline.FORMAT.places), \
+        "Cline 4's session store"
     for place in cline.FORMAT.places:
         assert place.linux and place.macos and place.windows and place.globs == ("*",)
     vscode = next(p for p in cline.FORMAT.places if p.agent == "Roo Code")
@@ -366,4 +369,5 @@ def test_it_is_declared_where_each_editor_keeps_it() -> None:
         assert f"%APPDATA%/{editor}/User/globalStorage/rooveterinaryinc.roo-cline/tasks" in vscode.windows
     assert "~/.vscode-server/data/User/globalStorage/rooveterinaryinc.roo-cline/tasks" in vscode.linux
     cli = next(p for p in cline.FORMAT.places if p.agent == "Cline CLI")
-    assert cli.linux == cli.macos == ("~/.cline/data/tasks",) and cli.windows == ("%USERPROFILE%/.cline/data/tasks",)
+    assert cli.linux == cli.macos and expand(cli.linux[0], home) == Path("/h/.cline/data/tasks")
+    assert expand(cli.windows[0], home) == Path("C:/Users/h/.cline/data/tasks")
