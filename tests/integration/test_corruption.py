@@ -133,8 +133,11 @@ def test_damage_is_found_named_and_repaired(daemon: Daemon, home: Path, damage: 
                 daemon.call("drawers", {"limit": 1000})
             assert err.value.code == STORE_UNAVAILABLE and "mempald repair" in err.value.message
             assert "looks damaged" in err.value.message and str(data / "store") in err.value.message
-        warnings = daemon.call("status")["warnings"]  # status keeps answering, and says what is wrong
-        assert any("damaged" in w and "mempald repair" in w for w in warnings), warnings
+        # status keeps answering, and says what is wrong once the damage is met (the start's scan reads the
+        # damaged text: on a loaded machine after the first status call)
+        said = daemon.wait_for(lambda: [w for w in daemon.call("status")["warnings"]
+                                        if "damaged" in w and "mempald repair" in w], timeout=60)
+        assert said, daemon.call("status")["warnings"]
         assert daemon.stop() == 0
     if damage != "segments_deleted":
         check = doctor_check(daemon, "store" if damage == "payload_pages" else "state database")
