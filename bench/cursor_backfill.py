@@ -92,6 +92,18 @@ def read_all(db_path: Path, ctx: CursorContext) -> tuple[int, CursorContext, int
         ctx = parsed.context
 
 
+def add_conversation(db_path: Path, n: int, prompt: str, answer: str) -> None:
+    """Cursor adds one conversation ``cnew`` (a prompt and its answer) to the store, as the follow step's writer."""
+    db = sqlite3.connect(db_path, timeout=5.0, isolation_level=None)
+    put(db, "bubbleId:cnew:u0", {"_v": 3, "type": 1, "bubbleId": "u0", "text": prompt})
+    put(db, "bubbleId:cnew:a0", {"_v": 3, "type": 2, "bubbleId": "a0", "text": answer})
+    put(db, "composerData:cnew", {"_v": 10, "composerId": "cnew", "createdAt": T0 + n + 10,
+                                  "lastUpdatedAt": T0 + n + 10, "status": "completed",
+                                  "fullConversationHeadersOnly": [{"bubbleId": "u0", "type": 1},
+                                                                  {"bubbleId": "a0", "type": 2}]})
+    db.close()
+
+
 def daemon_run(args: Any, n: int, load_start: list[float]) -> None:
     with bench_env(keep=args.keep) as be:
         user = be.home / ".config" / "Cursor" / "User"
@@ -120,16 +132,7 @@ def daemon_run(args: Any, n: int, load_start: list[float]) -> None:
                     time.sleep(0.25)
                 done_s = time.monotonic() - t0
                 peak_mb = d.peak_rss_mb()
-                db = sqlite3.connect(db_path, timeout=5.0, isolation_level=None)
-                put(db, "bubbleId:cnew:u0",
-                    {"_v": 3, "type": 1, "bubbleId": "u0", "text": "the flamingo cache question"})
-                put(db, "bubbleId:cnew:a0",
-                    {"_v": 3, "type": 2, "bubbleId": "a0", "text": "evict the flamingo entries"})
-                put(db, "composerData:cnew", {"_v": 10, "composerId": "cnew", "createdAt": T0 + n + 10,
-                                              "lastUpdatedAt": T0 + n + 10, "status": "completed",
-                                              "fullConversationHeadersOnly": [{"bubbleId": "u0", "type": 1},
-                                                                              {"bubbleId": "a0", "type": 2}]})
-                db.close()
+                add_conversation(db_path, n, "the flamingo cache question", "evict the flamingo entries")
                 t1 = time.monotonic()
                 while not d.call("search", {"query": "flamingo cache question", "session_id": ["cnew"]})["hits"]:
                     time.sleep(0.02)
@@ -192,14 +195,7 @@ def main() -> None:
         read_s = time.monotonic() - t1
         rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         # follow: Cursor adds a conversation; the next read from the last context finds it
-        db = sqlite3.connect(db_path, timeout=5.0, isolation_level=None)
-        put(db, "bubbleId:cnew:u0", {"_v": 3, "type": 1, "bubbleId": "u0", "text": "a new question"})
-        put(db, "bubbleId:cnew:a0", {"_v": 3, "type": 2, "bubbleId": "a0", "text": "a new answer"})
-        put(db, "composerData:cnew", {"_v": 10, "composerId": "cnew", "createdAt": T0 + n + 10,
-                                      "lastUpdatedAt": T0 + n + 10, "status": "completed",
-                                      "fullConversationHeadersOnly": [{"bubbleId": "u0", "type": 1},
-                                                                      {"bubbleId": "a0", "type": 2}]})
-        db.close()
+        add_conversation(db_path, n, "a new question", "a new answer")
         t2 = time.monotonic()
         parsed = cursor.parse(cursor.gather(db_path, ctx, LOOK))
         follow_ms = (time.monotonic() - t2) * 1000
