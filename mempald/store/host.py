@@ -32,6 +32,7 @@ from typing import Any
 
 from mempald.store.base import Filters, Ranker, StoreError
 from mempald.store.edge import EdgeStore
+from mempald.store.file_pages import WrittenPages
 from mempald.store.index_build import build_index
 from mempald.store.journal import entries as journal_entries
 
@@ -120,12 +121,17 @@ class _Owner:
         self.store = store
         self.lock = threading.Lock()
         self.closed = False
+        self.pages = WrittenPages(store.shard_dir)
 
     def apply(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         with self.lock:
             if self.closed:
                 raise StoreError("the store process is closing")
-            return _apply(self.store, method, args, kwargs)
+            try:
+                return _apply(self.store, method, args, kwargs)
+            finally:
+                if method in WRITES or method == "replay":
+                    self.pages.after_write()
 
     def close(self) -> None:
         with self.lock:
@@ -185,6 +191,7 @@ def serve(conn: Connection, path: Path, dim: int, shard: str | None, ranker: Ran
         return 1
     owned = _Owner(store)
     owner.append(owned)
+    owned.pages.release()  # the load read the WAL and the unbuilt segment's indexes through their mappings
     problem = open_problem(store)
     if problem:
         owned.close()
