@@ -220,7 +220,9 @@ class IndexRebuild(Protocol):
 
     def misplaced_indexes(self) -> list[str]: ...
 
-    async def rebuild(self, exclusive: Exclusive) -> dict[str, Any]: ...
+    async def rebuild(self, exclusive: Exclusive, *, backfill: bool = False) -> dict[str, Any]:
+        """Build and swap in; ``backfill``: a build while a backfill is written (it merges fewer segments)."""
+        ...
 
 
 class DamageReport(Protocol):

@@ -33,7 +33,7 @@ from typing import Any
 from mempald.store.base import Filters, Ranker, StoreError
 from mempald.store.edge import EdgeStore
 from mempald.store.file_pages import WrittenPages
-from mempald.store.index_build import build_index
+from mempald.store.index_build import BUILD_SEGMENTS, build_index
 from mempald.store.journal import entries as journal_entries
 
 BUILD_NICE = 10
@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build")
     b.add_argument("dir")
     b.add_argument("--indexing-threshold-kb", type=int, default=1)
+    b.add_argument("--segments", type=int, default=BUILD_SEGMENTS, help="merge built segments above this many")
     args = ap.parse_args(argv)
     if args.cmd == "build":
         _die_with_parent()
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             os.nice(BUILD_NICE)
         t0 = time.monotonic()
         try:
-            built = build_index(Path(args.dir), args.indexing_threshold_kb)
+            built = build_index(Path(args.dir), args.indexing_threshold_kb, max(1, args.segments))
         except Exception as exc:  # the daemon reads the exit code and this line
             print(f"mempald index build failed: {exc}", file=sys.stderr)
             return 1

@@ -57,6 +57,7 @@ from mempald.store.edge import BUILDING, LEGACY_SHARD, current_shard, remove_sta
 from mempald.store.gateway import StoreGateway
 from mempald.store.host import WRITES, damage_hint
 from mempald.store.host_process import START_TIMEOUT_S, HostGone, HostProcess, child_env, open_timeout
+from mempald.store.index_build import BACKFILL_SEGMENTS, BUILD_SEGMENTS
 from mempald.store.journal import SUFFIX as JOURNAL
 from mempald.store.journal import WriteJournal, remove_stale_journals
 from mempald.store.space import MB, death_of, free_bytes, sparse_debt
@@ -322,17 +323,17 @@ class HostedEdgeStore(Store, Snapshots, IndexRebuild, DamageReport):
     def abort_rebuild(self) -> None:
         self._drop_journal()
 
-    async def rebuild(self, exclusive: Exclusive) -> dict[str, Any]:
+    async def rebuild(self, exclusive: Exclusive, *, backfill: bool = False) -> dict[str, Any]:
         """``IndexRebuild``: the steps of the module docstring."""
-        return await _rebuild(exclusive, self)
+        return await _rebuild(exclusive, self, BACKFILL_SEGMENTS if backfill else BUILD_SEGMENTS)
 
 
 def _remove_folder(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def build_command(shard_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "mempald.store.host", "build", str(shard_dir)]
+def build_command(shard_dir: Path, segments: int = BUILD_SEGMENTS) -> list[str]:
+    return [sys.executable, "-m", "mempald.store.host", "build", str(shard_dir), "--segments", str(segments)]
 
 
 async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[str, Any]:
@@ -340,7 +341,7 @@ async def rebuild_index(gateway: StoreGateway, store: HostedEdgeStore) -> dict[s
     return await store.rebuild(gateway.exclusive)
 
 
-async def _rebuild(exclusive: Exclusive, store: HostedEdgeStore) -> dict[str, Any]:
+async def _rebuild(exclusive: Exclusive, store: HostedEdgeStore, segments: int) -> dict[str, Any]:
     t0 = time.monotonic()
     building = await exclusive(store.begin_rebuild)
     copied = time.monotonic()
@@ -348,7 +349,7 @@ async def _rebuild(exclusive: Exclusive, store: HostedEdgeStore) -> dict[str, An
     new: HostProcess | None = None
     swapped = False
     try:
-        res = await anyio.run_process(build_command(building), check=False, stdin=subprocess.DEVNULL,
+        res = await anyio.run_process(build_command(building, segments), check=False, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env())
         if res.returncode != 0:
             tail = res.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {res.returncode}"]

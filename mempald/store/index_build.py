@@ -19,19 +19,23 @@ BUILT_MEMORY = qe.Memory.Cold
 # (then the smallest are merged). With Qdrant's default (one per core) each build merged the whole shard: a
 # build during a backfill at 68,000 drawers took 11 s and 887 MB; with 8, 1.5 s and 295 MB.
 BUILD_SEGMENTS = 8
+# A build while a backfill is written merges nothing until there are more than this many: each then writes the
+# segment of the drawers written since the last (``store.index_during_backfill``), not a merge of built ones, so
+# its process stays the size of that; the next idle build merges them back down to ``BUILD_SEGMENTS``.
+BACKFILL_SEGMENTS = 32
 
 
-def build_index(shard_dir: Path, indexing_threshold_kb: int = 1) -> bool:
+def build_index(shard_dir: Path, indexing_threshold_kb: int = 1, segments: int = BUILD_SEGMENTS) -> bool:
     """Build the vector indexes of the shard in ``shard_dir`` (blocking, minutes at 100k points, holding the
-    GIL all along: only ever run in a process of its own), placing its field indexes first. Returns whether
-    anything was built or moved."""
+    GIL all along: only ever run in a process of its own), placing its field indexes first; built segments are
+    merged while there are more than ``segments``. Returns whether anything was built or moved."""
     config = qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(size=dims_of(shard_dir), distance=qe.Distance.Cosine,
                                             memory=BUILT_MEMORY)},
         sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=BUILT_MEMORY)},
         payload_memory=BUILT_MEMORY, id_tracker_memory=BUILT_MEMORY,
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb,
-                                           default_segment_number=BUILD_SEGMENTS),
+                                           default_segment_number=segments),
     )
     shard = qe.EdgeShard.load(str(shard_dir), config)
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +18,10 @@ import pytest
 from mempald.config import SettingsRef, parse_settings
 from mempald.store import hosted
 from mempald.store.base import Filters, PointData, SparseVec, StoreError
-from mempald.store.edge import current_shard
+from mempald.store.edge import EdgeStore, current_shard
 from mempald.store.gateway import StoreGateway
 from mempald.store.hosted import HostedEdgeStore
-from mempald.store.index_build import BUILD_SEGMENTS
+from mempald.store.index_build import BACKFILL_SEGMENTS, BUILD_SEGMENTS, build_index
 from mempald.store.journal import SUFFIX
 from mempald.store.maintenance import IndexMaintainer
 
@@ -80,17 +81,34 @@ async def test_a_backfill_is_built_in_parts_while_it_is_written(store: HostedEdg
     assert segments(store) <= BUILD_SEGMENTS + 1
 
 
-async def test_the_journal_is_a_file_replayed_by_the_new_store_process(store: HostedEdgeStore) -> None:
+def hold_build(monkeypatch: pytest.MonkeyPatch, gate: Path) -> Path:
+    """The real build, started only once ``gate`` exists: a test's writes during the build are made before it
+    can end, however loaded the machine."""
+    build = hosted.build_command
+
+    def held(shard_dir: Path, segments: int) -> list[str]:
+        wait = f"import os, subprocess, sys, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
+        return [sys.executable, "-c", wait + f"sys.exit(subprocess.call({build(shard_dir, segments)!r}))"]
+
+    monkeypatch.setattr(hosted, "build_command", held)
+    return gate
+
+
+async def test_the_journal_is_a_file_replayed_by_the_new_store_process(
+    store: HostedEdgeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gateway = StoreGateway(store)
     await gateway.upsert([point(i) for i in range(400)])
     seen: list[list[str]] = []
+    written = hold_build(monkeypatch, store.path.parent / "written")
 
     async def write_while_building() -> None:
-        while not journals(store):  # noqa: ASYNC110 (a file the rebuild's first step creates)
+        while store._journal is None:  # noqa: ASYNC110 (the rebuild's first step opens it)
             await anyio.sleep(0.01)
         for start in range(400, 700, 100):
             await gateway.upsert([point(i) for i in range(start, start + 100)])
         seen.append(journals(store))
+        written.touch()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(write_while_building)
@@ -114,15 +132,16 @@ async def test_a_journal_that_cannot_be_written_drops_the_build_not_the_write(
 ) -> None:
     gateway = StoreGateway(store)
     await gateway.upsert([point(i) for i in range(50)])
+    written = hold_build(monkeypatch, store.path.parent / "written")
 
     async def write_while_building() -> None:
-        while not journals(store):  # noqa: ASYNC110 (a file the rebuild's first step creates)
+        while store._journal is None:  # noqa: ASYNC110 (the rebuild's first step opens it)
             await anyio.sleep(0.01)
         journal = store._journal
-        assert journal is not None
         real, journal._fh = journal._fh, FullDisk()  # the next append fails, as on a full disk
         real.close()
         await gateway.upsert([point(i) for i in range(50, 60)])
+        written.touch()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(write_while_building)
@@ -169,3 +188,48 @@ def test_a_build_leaves_built_segments_alone(tmp_path: Path) -> None:
         assert s.count(Filters()) == 600
     finally:
         s.close()
+
+
+def test_builds_during_a_backfill_merge_nothing_and_an_idle_build_merges_them(tmp_path: Path) -> None:
+    """A build while a backfill is written leaves every built segment alone (up to ``BACKFILL_SEGMENTS``), so it
+    writes one segment of what was written since the last; an idle build then merges them back to
+    ``BUILD_SEGMENTS``. The real builder on a real shard, part after part."""
+    path = tmp_path / "store"
+    for part in range(BUILD_SEGMENTS + 2):
+        s = EdgeStore(path, DIM)
+        s.upsert([point(i) for i in range(part * 60, part * 60 + 60)])
+        shard = s.shard_dir
+        s.close()
+        assert build_index(shard, segments=BACKFILL_SEGMENTS)
+        assert len(built_segments(shard)) == part + 1
+    assert build_index(shard)  # idle: merged
+    assert len(built_segments(shard)) <= BUILD_SEGMENTS
+    s = EdgeStore(path, DIM)
+    try:
+        assert s.count(Filters()) == (BUILD_SEGMENTS + 2) * 60
+    finally:
+        s.close()
+
+
+async def test_the_idle_build_after_a_backfill_merges_what_its_builds_left(store: HostedEdgeStore) -> None:
+    gateway = StoreGateway(store)
+    busy = [True]
+    settings = SettingsRef(parse_settings({"store": {"index_during_backfill": 200, "index_quiet_s": 0.3,
+                                                     "index_after": 1_000_000}}, env={}))
+    maintainer = IndexMaintainer(settings, gateway, store, idle=lambda: not busy[0])
+    written = 0
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(maintainer.run)
+        with anyio.fail_after(240):
+            while maintainer.report["builds"] < 1:
+                await gateway.upsert([point(i) for i in range(written, written + 50)])
+                written += 50
+                await anyio.sleep(0.05)
+            assert maintainer.report["last"]["reason"] == "backfill"
+            busy[0] = False  # the backfill is over: far fewer than index_after unindexed, yet a merge is due
+            while maintainer.report["last"]["reason"] != "idle":  # noqa: ASYNC110 (the maintainer's own loop)
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    assert maintainer.report["builds"] >= 2
+    assert maintainer.report["last_error"] == ""
+    assert store.count(Filters()) == written

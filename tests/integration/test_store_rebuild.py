@@ -166,7 +166,7 @@ async def test_failed_build_leaves_the_old_shard_current(
     store: HostedEdgeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fail = "import sys; print('no disk', file=sys.stderr); sys.exit(3)"
-    monkeypatch.setattr(hosted, "build_command", lambda d: [sys.executable, "-c", fail])
+    monkeypatch.setattr(hosted, "build_command", lambda d, segments: [sys.executable, "-c", fail])
     gateway = StoreGateway(store)
     before = current_shard(store.path)
     with pytest.raises(StoreError, match="index build failed: no disk"):
