@@ -128,7 +128,7 @@ class _Owner:
             if self.closed:
                 raise StoreError("the store process is closing")
             try:
-                return _apply(self.store, method, args, kwargs)
+                return _apply(self.store, method, args, kwargs, self.pages.after_write)
             finally:
                 if method in WRITES or method == "replay":
                     self.pages.after_write()
@@ -152,13 +152,15 @@ def _watch_parent(parent: int, owner: list[_Owner]) -> None:
             os._exit(0)
 
 
-def _apply(store: EdgeStore, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _apply(store: EdgeStore, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+           wrote: Callable[[], None] = lambda: None) -> Any:
     if method == "replay":  # the writes a rebuild journaled (``mempald.store.journal``), read here
         count = 0
         for name, a in journal_entries(Path(args[0])):
             if name not in WRITES:
                 raise StoreError(f"cannot replay {name!r}")
             CALLS[name](store, *a)
+            wrote()  # a long replay hands its written pages back as it goes, as writes one by one would
             count += 1
         return count
     call = CALLS.get(method)

@@ -22,7 +22,7 @@ BUILD_SEGMENTS = 8
 # A build while a backfill is written merges nothing until there are more than this many: each then writes the
 # segment of the drawers written since the last (``store.index_during_backfill``), not a merge of built ones, so
 # its process stays the size of that; the next idle build merges them back down to ``BUILD_SEGMENTS``.
-BACKFILL_SEGMENTS = 32
+BACKFILL_SEGMENTS = 16
 
 
 def build_index(shard_dir: Path, indexing_threshold_kb: int = 1, segments: int = BUILD_SEGMENTS) -> bool:
