@@ -104,6 +104,20 @@ def socket_of(env: dict[str, str]) -> Path:
     return socket_path(env)
 
 
+def role_of(cmdline: str) -> str:
+    """What a process under the daemon is, from its command line (a child forked and not yet started on its
+    own program still has the daemon's: ``rss_by_process`` leaves it out, its pages are the daemon's)."""
+    if "mempald.store.host build" in cmdline:
+        return "index build"
+    if "mempald.store.host" in cmdline:
+        return "store"
+    if "resource_tracker" in cmdline:
+        return "resource tracker"
+    if "multiprocessing" in cmdline:
+        return "drawer worker"
+    return "daemon"
+
+
 class Daemon:
     """A real ``python -m mempald`` process."""
 
@@ -196,6 +210,23 @@ class Daemon:
 
     def peak_rss_mb(self) -> float:
         return self.proc_status("VmHWM") / 1024.0
+
+    def rss_by_process(self) -> list[tuple[str, dict[str, float]]]:
+        """Each process's role (``role_of``) and its ``VmRSS``, ``RssAnon``, ``RssFile`` in MB."""
+        out = []
+        for pid in self.pids():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+                fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                              if ":" in line)
+            except OSError:
+                continue
+            role = role_of(cmd)
+            if role == "daemon" and pid != self.pid:
+                continue  # forked, not yet exec'd: the daemon's own pages
+            out.append((role, {k: round(int(fields.get(k, "0 kB").split()[0]) / 1024.0, 1)
+                                       for k in ("VmRSS", "RssAnon", "RssFile")}))
+        return out
 
     def rss_split_mb(self) -> dict[str, float]:
         """Anonymous memory vs file-backed pages (the store's mmapped files, reclaimable by the kernel)."""

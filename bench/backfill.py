@@ -46,7 +46,9 @@ def keyword_report(args: Any, st: dict[str, Any], ready_s: float, total_s: float
               "keyword_done_s": round(total_s, 2), "exchanges_per_s": round(exchanges / total_s, 1),
               "keyword_pass_s": round(total_s - ready_s, 2), "peak_rss_mb": round(peak_mb, 1),
               "rss_growth_mb": sampler.growth()["VmRSS"], "anon_growth_mb": sampler.growth()["RssAnon"],
-              "file_growth_mb": sampler.growth()["RssFile"],
+              "file_growth_mb": sampler.growth()["RssFile"], "rss_at_peak_by_process": sampler.at_peak(),
+              "rss_growth_outside_builds_mb": sampler.growth_outside_builds(),
+              "rss_at_peak_outside_builds_by_process": sampler.at_peak(builds=False),
               "dense_backlog_at_end": int(st["dense_backlog"]), "loadavg_start": load_start}
     report("backfill, keyword pass", [
         ("exchanges / drawers", f"{exchanges} / {result['drawers']}"),
@@ -56,6 +58,9 @@ def keyword_report(args: Any, st: dict[str, Any], ready_s: float, total_s: float
         ("peak RSS (MB, each process's own peak, summed)", result["peak_rss_mb"]),
         ("daemon + its processes, RSS growth past ready (MB)",
          f"{result['rss_growth_mb']} (anonymous {result['anon_growth_mb']}, file-backed {result['file_growth_mb']})"),
+        ("  at the peak, by process (MB)", result["rss_at_peak_by_process"]),
+        ("  growth of all but index builds (MB)", result["rss_growth_outside_builds_mb"]),
+        ("  at that peak, by process (MB)", result["rss_at_peak_outside_builds_by_process"]),
         ("load at start", " ".join(f"{x:.2f}" for x in load_start)),
     ], result, args.json)
 
