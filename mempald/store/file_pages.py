@@ -95,7 +95,7 @@ class WrittenPages:
         ours = False
         with open(self.smaps, encoding="utf-8", errors="replace") as smaps:
             for line in smaps:
-                head = line.split(None, 6)
+                head = line.split(None, 5)
                 if len(head) >= 5 and "-" in head[0] and ":" not in head[0]:
                     path = head[5].rstrip("\n") if len(head) > 5 else ""
                     ours = (len(head[1]) == 4 and head[1][3] == "s" and path.startswith(self.root)
