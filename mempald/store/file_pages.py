@@ -68,7 +68,7 @@ class WrittenPages:
         self.smaps = f"/proc/{pid or 'self'}/smaps"  # another process's: read only (``resident``), as tests do
         self.budget = budget
         self.every_s = every_s
-        self.released = 0  # how many times pages were handed back (tests, the bench)
+        self.released = 0  # how many releases handed pages back
         self._madvise = _libc_madvise()
         self._last = 0.0
         self._unbuilt: dict[str, bool] = {}  # segment dir name -> unbuilt (a segment's config never changes)

@@ -49,6 +49,7 @@ def test_written_pages_are_handed_back_and_read_back_the_same(tmp_path: Path) ->
         before = pages.resident()
         assert before > 8 << 20  # the WAL and the unbuilt segment, as written
         assert pages.release() >= before // 2
+        assert pages.released == 1
         assert pages.resident() < before // 4
         assert store.count(Filters()) == 3000
         sample = [0, 1, 1499, 2999]
