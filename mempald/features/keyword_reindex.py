@@ -60,6 +60,8 @@ class KeywordReindex:
     async def run(self) -> None:
         """The daemon's loop: at start, resume an unfinished re-encode or say that the keyword vectors are stale;
         then wait for ``start``."""
+        if not await self.store.reached():  # (a server away since the start: once it answers)
+            return
         meta = await self.store.get_meta()
         if PENDING_KEY not in meta and meta and self.stale(meta):
             log.warning("keyword_tokenizer_stale", recorded=recorded_tokenizer(meta), current=self.bm25.tokenizer,

@@ -22,7 +22,7 @@ from mempald.intake.scan import Scanner
 from mempald.sources.catalog import SourceSet
 from mempald.state.db import SourceFigures
 from mempald.state.gateway import StateGateway
-from mempald.store.base import DamageReport, Filters
+from mempald.store.base import DamageReport, Filters, StoreUnreachable
 from mempald.store.gateway import StoreGateway
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import MB, SpaceGuard
@@ -55,11 +55,12 @@ class StatusReport:
         self.ready = False
         # the figures status serves while files are being read (``run`` refreshes them): the store's with the
         # write count they were read at, the state's, the queue's
-        self._store_cache: tuple[int, tuple[int, dict[str, int], dict[str, int]]] | None = None
+        self._store_cache: tuple[int, tuple[int | None, dict[str, int], dict[str, int]]] | None = None
         self._store_cached_at = 0.0  # (a shared store's figures expire: other machines write it too)
         self._state_cache: tuple[dict[str, SourceFigures], dict[str, dict[str, int]]] | None = None
         self._queued_cache: dict[str, int] | None = None
         self._refresh_error = ""  # the last error of the background refresh (logged once)
+        self.store_away = ""  # a server that does not answer: why (its figures are then unknown, not an error)
 
     def idle(self) -> bool:
         """Nothing queued or in flight: every file read, every drawer embedded."""
@@ -91,17 +92,21 @@ class StatusReport:
                     log.warning("status_refresh_failed", error=error)
                 self._refresh_error = error
 
-    async def _refresh_store(self) -> tuple[int, dict[str, int], dict[str, int]]:
+    async def _refresh_store(self) -> tuple[int | None, dict[str, int], dict[str, int]]:
         writes = self.store.writes
         cached = self._store_cache
         fresh = not self.store.shared or time.monotonic() - self._store_cached_at < SHARED_TTL_S
         if cached is not None and cached[0] == writes and fresh:
             return cached[1]
         self._store_cached_at = time.monotonic()
-        total = await self.store.count(Filters())
-        wings = await self.store.facet("wing", Filters())
-        rooms = await self.store.facet("room", Filters())
-        self._store_cache = (writes, (total, wings, rooms))
+        try:
+            total = await self.store.count(Filters())
+            wings = await self.store.facet("wing", Filters())
+            rooms = await self.store.facet("room", Filters())
+        except StoreUnreachable as exc:  # (a server away: the rest of status is still true; drawers unknown)
+            self._store_cache, self.store_away = None, str(exc)
+            return None, {}, {}
+        self._store_cache, self.store_away = (writes, (total, wings, rooms)), ""
         return total, wings, rooms
 
     async def _refresh_state(self) -> tuple[dict[str, SourceFigures], dict[str, dict[str, int]]]:
@@ -116,7 +121,7 @@ class StatusReport:
         self._queued_cache = counts
         return counts
 
-    async def _figures(self, reading: bool) -> tuple[tuple[int, dict[str, int], dict[str, int]],
+    async def _figures(self, reading: bool) -> tuple[tuple[int | None, dict[str, int], dict[str, int]],
                                                      tuple[dict[str, SourceFigures], dict[str, dict[str, int]]],
                                                      dict[str, int]]:
         """Drawer count and wing/room facets, per-source cursor figures and counters, queued files per source.
@@ -190,7 +195,7 @@ class StatusReport:
             "index": self.index.status(),
             "sources": sources,
             "excluded": self.sources.exclude.report() if self.sources.exclude is not None else {},
-            "warnings": [w for w in (self.ingestor.store_warning, *self._health_warnings(),
+            "warnings": [w for w in (self.store_away, self.ingestor.store_warning, *self._health_warnings(),
                                      archive.get("paused_reason")) if w],
             "disk": {**(self.space.status() if self.space is not None else {}),
                      "archive_mb": round(archive.get("bytes_on_disk", 0) / MB, 1),

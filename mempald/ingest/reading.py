@@ -171,8 +171,9 @@ class UnitReader:
         else:
             new_offset = rr.end
         new = replace(new, format=fmt.name, read_end=rr.end)
-        if new.title and new.title != base.title and new.session_id:
-            await self.writer.retitle(str(path), new.session_id, new.title)
+        if (new.title and new.title != base.title and new.session_id
+                and not await self.writer.retitle(str(path), new.session_id, new.title)):
+            new = replace(new, title=base.title)  # (the store did not answer: retitled at the next read)
         phash = await anyio.to_thread.run_sync(prefix_hash, path, new_offset)
         total = (cur.exchanges if cur and not rr.restarted else 0) + max(0, len(exchanges) - (1 if cur else 0))
         await self.state.put_cursor(Cursor(

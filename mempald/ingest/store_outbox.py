@@ -49,6 +49,14 @@ class StoreOutbox:
                 self.state.conn.execute("ROLLBACK")
                 raise
 
+    def retitle(self, source_path: str, session_id: str, title: str) -> None:
+        """The waiting drawers of a session read from ``source_path`` get the title found later in the file."""
+        with self.state.lock:
+            self.state.conn.execute(
+                "UPDATE store_outbox SET payload = json_set(payload, '$.title', ?) WHERE "
+                "json_extract(payload, '$.source_path') = ? AND json_extract(payload, '$.session_id') = ?",
+                (title, source_path, session_id))
+
     def take(self, limit: int) -> list[Waiting]:
         """The oldest waiting drawers (they stay until ``done``)."""
         with self.state.lock:

@@ -174,13 +174,25 @@ class DrawerWriter:
         done = built.sparse.get(drawer.id)
         return done[1] if done is not None and done[0] == text else self.bm25.document(text)
 
-    async def retitle(self, source_path: str, session_id: str, title: str) -> None:
-        """Give every drawer of a session read from ``source_path`` the title found later in the file."""
+    async def retitle(self, source_path: str, session_id: str, title: str) -> bool:
+        """Give every drawer of a session read from ``source_path`` the title found later in the file. A shared
+        store that does not answer: the drawers waiting in the outbox get it, and False says the stored ones
+        did not (the caller asks again at the next read)."""
+        if self.outbox is not None:
+            outbox = self.outbox
+            await self.state.run(lambda: outbox.retitle(source_path, session_id, title))
         flt = Filters(source_path=(source_path,), session_id=(session_id,))
-        async for page in self.store.pages(flt):
-            ids = [p.id for p in page if p.payload.get("title") != title]
-            if ids:
-                await self.store.set_payload(ids, {"title": title})
+        try:
+            async for page in self.store.pages(flt):
+                ids = [p.id for p in page if p.payload.get("title") != title]
+                if ids:
+                    await self.store.set_payload(ids, {"title": title})
+        except StoreError as exc:
+            if self.outbox is None:
+                raise
+            log.info("retitle_waits", session=session_id, error=str(exc))
+            return False
+        return True
 
     async def _previous_texts(self, exchanges: Sequence[Exchange]) -> dict[str, str]:
         """The last drawer text before each session's first exchange in this batch (its context)."""

@@ -75,7 +75,7 @@ from mempald.sources.exclude import ExcludeFilter
 from mempald.state.db import State, StateDamaged, state_missing
 from mempald.state.gateway import StateGateway
 from mempald.store import faults
-from mempald.store.base import DAMAGE_REPORT, INDEX_REBUILD, SCHEMA_VERSION, Filters, Store, StoreError
+from mempald.store.base import DAMAGE_REPORT, INDEX_REBUILD, LATE_OPEN, SCHEMA_VERSION, Filters, Store, StoreError
 from mempald.store.gateway import StoreGateway
 from mempald.store.locate import open_store
 from mempald.store.maintenance import IndexMaintainer
@@ -105,28 +105,37 @@ class Backends:
 
 
 def open_backends(settings: Settings) -> Backends:
-    """Blocking: load the model, open the store (checking it was filled by this model) and the state database."""
+    """Blocking: load the model, open the store (checking it was filled by this model) and the state database.
+
+    A Qdrant server that does not answer at start is not waited for: the daemon starts, what it reads waits in the
+    local outbox, and these checks run when the server first answers (``ServerStore.on_connect``)."""
     ddir = data_dir()
     embedder = Embedder(settings.embed.model, models_dir=ddir / "models", threads=settings.embed.threads)
     opened = open_store(settings, embedder.dim, daemon=True, ranker=ranking.rank)
     space = None if settings.store.url else SpaceGuard(settings.store_path(), ddir, settings.store.min_free_mb)
     store = faults.wrap_store(guard_store(opened, space))  # faults: inert unless MEMPAL_FAULTS is set
-    meta = store.get_meta()
-    if meta.get("model") and meta["model"] != embedder.info.model_id:
-        store.close()
-        raise ModelMismatch(
-            f"the store was filled by model {meta['model']!r} but config says {embedder.info.model_id!r}: "
-            "run `mempal reindex` to re-embed it, or set embed.model back"
-        )
-    if not meta:
-        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
-                        "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
+    path = ddir / "state.sqlite3"
+    late = LATE_OPEN.of(opened)
+    away = late is not None and not late.connected
+    missing = state_missing(path)  # (read before the database is made by opening it)
     try:
-        refuse_lost_state(ddir / "state.sqlite3", store, counted(settings))
-        state = State(ddir / "state.sqlite3")
+        if not away:
+            check_model(store, embedder)
+            refuse_lost_state(path, store, counted(settings), missing)
+        state = State(path)
     except BaseException:
         store.close()
         raise
+
+    def checks() -> None:
+        check_model(store, embedder)
+        if missing:
+            refuse_lost_state(path, store, counted(settings), missing)
+        refuse_lost_points(state, store, counted(settings))
+
+    if late is not None and away:
+        late.on_connect = checks
+        return Backends(embedder, store, opened, state, space)
     try:
         refuse_lost_points(state, store, counted(settings))
     except BaseException:
@@ -136,11 +145,25 @@ def open_backends(settings: Settings) -> Backends:
     return Backends(embedder, store, opened, state, space)
 
 
-def refuse_lost_state(path: Path, store: Store, scope: Filters | None = None) -> None:
+def check_model(store: Store, embedder: Embedder) -> None:
+    """The store was filled by this model (or is new, and is marked as this model's)."""
+    meta = store.get_meta()
+    if meta.get("model") and meta["model"] != embedder.info.model_id:
+        raise ModelMismatch(
+            f"the store was filled by model {meta['model']!r} but config says {embedder.info.model_id!r}: "
+            "run `mempal reindex` to re-embed it, or set embed.model back"
+        )
+    if not meta:
+        store.set_meta({"model": embedder.info.model_id, "dim": embedder.dim, "schema": SCHEMA_VERSION,
+                        "created_at": time.time(), META_KEY: Bm25Encoder().tokenizer})
+
+
+def refuse_lost_state(path: Path, store: Store, scope: Filters | None = None, missing: str = "") -> None:
     """A store that holds drawers beside a missing or empty state database: the knowledge graph, the inbox, the
     audit log and the forget rules are gone, and starting would read forgotten sessions back from their
-    transcripts. Not started: ``mempald repair`` restores the forget rules kept in the store first."""
-    missing = state_missing(path)
+    transcripts. Not started: ``mempald repair`` restores the forget rules kept in the store first. ``missing``:
+    what ``state_missing`` said before the database was opened (read now when not given)."""
+    missing = missing or state_missing(path)
     if not missing:
         return
     held = store.count(scope or Filters(include_deleted=True))  # (a shared store: this machine's drawers)
@@ -304,13 +327,22 @@ class Daemon:
                 self.sync.run, self.ingestor.writer.run_outbox]
 
     async def catch_up(self) -> None:
-        """At start: drawers still without a dense vector, and files changed while the daemon was down."""
+        """At start: drawers still without a dense vector, and files changed while the daemon was down. A server
+        away at start: the files are read first (their drawers wait in the outbox), the rest once it answers."""
+        queued = None
+        if not await self.store.reached(wait=False):
+            queued = await self.scanner.reconcile(BACKFILL)
+            if not await self.store.reached():
+                return
         try:
             await Layout(self.store).normalize_stored()  # wings stored under a form not normalised
-        except Exception:  # (the store unavailable: tried again at the next start)
+        except StoreError as exc:  # (the store unavailable: tried again at the next start)
+            log.warning("wing_rename_failed", error=str(exc))
+        except Exception:
             log.exception("wing_rename_failed")
         missing = await self.densifier.requeue_missing()
-        queued = await self.scanner.reconcile(BACKFILL)
+        if queued is None:
+            queued = await self.scanner.reconcile(BACKFILL)
         log.info("catch_up", files=queued, dense_missing=missing)
         damaged = await self.densifier.drop_damaged()  # (queued again, after what was queued above)
         try:  # (a store written by a release that kept no copy of the forget rules)

@@ -37,6 +37,11 @@ class StoreError(Exception):
     """The store could not do what was asked (I/O error, unreachable server, schema mismatch)."""
 
 
+class StoreUnreachable(StoreError):
+    """A store on a server did not answer (refused, timed out, overloaded) after its retries: a write may wait in
+    the local outbox and be tried again."""
+
+
 Fields = Sequence[str] | None
 """Which payload keys a read returns: ``None`` for the read's default, else only these (cheaper: see
 ``mempald.search.ranking.RANK_FIELDS``)."""
@@ -225,6 +230,14 @@ class IndexRebuild(Protocol):
         ...
 
 
+class LateOpen(Protocol):
+    """Opens before it answers (a server away at the daemon's start): ``connected`` says whether it has answered
+    yet, and ``on_connect`` (the daemon's start-up checks) runs at its first answer, before any other call."""
+
+    connected: bool
+    on_connect: Callable[[], None] | None
+
+
 class DamageReport(Protocol):
     """Says why its files look damaged (``""`` while nothing says so), for ``status``."""
 
@@ -263,3 +276,4 @@ SNAPSHOTS = Capability[Snapshots](Snapshots, "snapshot", "back up a server's col
                                   "or copy its drawers with `mempal export`")
 INDEX_REBUILD = Capability[IndexRebuild](IndexRebuild, "rebuild its index in the background")
 DAMAGE_REPORT = Capability[DamageReport](DamageReport, "report damaged files")
+LATE_OPEN = Capability[LateOpen](LateOpen, "open before it answers")

@@ -15,7 +15,18 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from mempald.store.base import Fields, Filters, Hit, PointData, RankRequest, SparseVec, Store, StoredPoint
+from mempald.store.base import (
+    Fields,
+    Filters,
+    Hit,
+    PointData,
+    RankRequest,
+    SparseVec,
+    Store,
+    StoredPoint,
+    StoreError,
+    StoreUnreachable,
+)
 from mempald.text.redact import scrub_fields
 
 T = TypeVar("T")
@@ -48,6 +59,21 @@ class StoreGateway:
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    async def reached(self, every_s: float = 5.0, *, wait: bool = True) -> bool:
+        """Wait until the store answers: at once, but a server away since the start is asked again every
+        ``every_s`` (each call reaches for it). False: it answered and a start-up check refused it (the log and
+        ``status`` say why), or (``wait=False``) it did not answer the one call made."""
+        while True:
+            try:
+                await self.get_meta()
+                return True
+            except StoreUnreachable:
+                if not wait:
+                    return False
+                await anyio.sleep(every_s)
+            except StoreError:
+                return False
 
     async def exclusive(self, job: Callable[[], T], *, writes: bool = False) -> T:
         """Run ``job`` (blocking) on the store's thread with nothing else in between: a migration's copy, the

@@ -25,18 +25,22 @@ def open_store(settings: Settings, dim: int, *, daemon: bool = False, ranker: Ra
         from mempald.store.hosted import HostedEdgeStore
 
         return HostedEdgeStore(settings.store_path(), dim, ranker=ranker_ref(ranker))
-    return open_location(settings.store.url or str(settings.store_path()), settings, dim, ranker=ranker)
+    return open_location(settings.store.url or str(settings.store_path()), settings, dim, ranker=ranker,
+                         wait_for_server=daemon)
 
 
-def open_location(spec: str, settings: Settings, dim: int, *, ranker: Ranker | None = None) -> Store:
+def open_location(spec: str, settings: Settings, dim: int, *, ranker: Ranker | None = None,
+                  wait_for_server: bool = False) -> Store:
     """Open the store named by a ``--to``/``--from`` argument: ``http(s)://...``, ``:memory:`` and ``path:/dir``
     name a server collection (``settings.store.collection``, the API key from the usual settings); anything
-    else is a folder holding an embedded store (``edge:/dir`` is accepted too)."""
+    else is a folder holding an embedded store (``edge:/dir`` is accepted too). ``wait_for_server``: a server
+    that does not answer is reached for later instead of failing the open (the daemon's start)."""
     if spec.startswith(("http://", "https://", "path:")) or spec == ":memory:":
         from mempald.store.server import ServerStore
 
         store_settings = dataclasses.replace(settings.store, url=spec)
-        return ServerStore.from_settings(dataclasses.replace(settings, store=store_settings), dim, ranker=ranker)
+        return ServerStore.from_settings(dataclasses.replace(settings, store=store_settings), dim, ranker=ranker,
+                                         wait_for_server=wait_for_server)
     from mempald.store.edge import EdgeStore
 
     folder = spec[len("edge:"):] if spec.startswith("edge:") else spec

@@ -29,8 +29,8 @@ converts filters, vectors and points to qdrant-client's models and back.
 from __future__ import annotations
 
 import math
+import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,23 +39,23 @@ from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 
 from mempald import logs
 from mempald.store.base import (
-    BOOL_FIELDS,
     DENSE,
-    FLOAT_FIELDS,
-    KEYWORD_FIELDS,
     SPARSE,
     Fields,
     Filters,
     Hit,
+    LateOpen,
     PointData,
     Ranker,
     RankRequest,
     SparseVec,
     StoredPoint,
     StoreError,
+    StoreUnreachable,
 )
 from mempald.store.server_access import describe, is_transient, open_client, parse_url, read_api_key, scrub
 from mempald.store.server_models import build_filter, dense_vector, payload_selector, sparse_vector, to_hits, to_stored
+from mempald.store.server_schema import Collections
 
 if TYPE_CHECKING:
     from mempald.config import Settings
@@ -66,15 +66,12 @@ T = TypeVar("T")
 
 META_SUFFIX = "_meta"
 META_ID = "6d656d70-616c-4d65-9461-000000000001"  # fixed UUID of the one point in <collection>_meta
-TENANT_FIELD = "machine"
 RRF_K = 60  # the same k as the embedded store's fusion
 MAX_RETRY_AFTER_S = 10.0
-
-# qdrant-client's local mode accepts payload indexes but ignores them, and says so with this warning.
-_LOCAL_INDEX_WARNING = "Payload indexes have no effect in the local Qdrant"
+RECONNECT_S = 5.0  # a server away at start: how often a call reaches for it again
 
 
-class ServerStore:
+class ServerStore(LateOpen):
     """The ``Store`` protocol over qdrant-client (no capability beyond it). See the module docstring."""
     backend = "qdrant-server"
 
@@ -91,6 +88,7 @@ class ServerStore:
         attempts: int = 3,
         backoff_s: float = 0.25,
         ranker: Ranker | None = None,
+        wait_for_server: bool = False,
     ) -> None:
         mode, arg = parse_url(url)
         self._ranker = ranker
@@ -107,25 +105,47 @@ class ServerStore:
         self._attempts = max(1, attempts)
         self._backoff_s = backoff_s
         self._timeout = max(1, math.ceil(timeout_s))
-        self._shard_number = shard_number
-        self._replication_factor = replication_factor
         self._closed = False
         self._client = open_client(mode, arg, location=self.location, api_key=self._secret, timeout=self._timeout)
+        self._schema = Collections(self._client, self._schema_call, collection, self.meta_collection, self.location,
+                                   dim, self._timeout, shard_number, replication_factor)
+        self._schema_attempts = self._attempts
+        # A server away when the daemon starts (``wait_for_server``): the daemon starts without it, every call
+        # fails at once with ``StoreUnreachable`` (what is read waits in the local outbox), and a call made
+        # ``RECONNECT_S`` after the last try reaches for it again. The first time it answers, its collections are
+        # made and ``on_connect`` runs (the daemon's start-up checks) before any other call goes through.
+        self.connected = False
+        self.on_connect: Callable[[], None] | None = None
+        self.away = ""  # why the server is not reached yet ("" once it is)
+        self._refused = ""  # the server answered but a start-up check refused its collection: every call fails
+        self._gate = threading.Lock()
+        self._next_try = 0.0
+        self._checker: int | None = None  # the thread running ``on_connect`` (its calls go through)
         try:
-            self._ensure_collection()
-            self._ensure_meta_collection()
+            self._schema.ensure()
+        except StoreUnreachable as exc:
+            if not wait_for_server:
+                self._client.close()
+                raise
+            self.away, self._next_try = str(exc), time.monotonic() + RECONNECT_S
+            log.warning("store.away_at_start", location=self.location, error=self.away,
+                        message=f"starting without the store: it is tried again every {RECONNECT_S:g} s")
+            return
         except BaseException:
             self._client.close()
             raise
+        self.connected = True
         log.debug("store.opened", location=self.location)
 
     @classmethod
-    def from_settings(cls, settings: Settings, dim: int, ranker: Ranker | None = None) -> ServerStore:
+    def from_settings(cls, settings: Settings, dim: int, ranker: Ranker | None = None,
+                      wait_for_server: bool = False) -> ServerStore:
         s = settings.store
         mode, _ = parse_url(s.url)
         key = read_api_key(s) if mode == "remote" else None
         return cls(s.url, dim, collection=s.collection, api_key=key, timeout_s=s.timeout_s,
-                   shard_number=s.shard_number, replication_factor=s.replication_factor, ranker=ranker)
+                   shard_number=s.shard_number, replication_factor=s.replication_factor, ranker=ranker,
+                   wait_for_server=wait_for_server)
 
     def __repr__(self) -> str:
         return f"ServerStore({self.location!r})"
@@ -136,16 +156,56 @@ class ServerStore:
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run one client call, retrying transient failures with exponential backoff, then ``StoreError``."""
+        if not self.connected and self._checker != threading.get_ident():
+            self._reach()
+        return self._retrying(what, fn, self._attempts)
+
+    def _schema_call(self, what: str, fn: Callable[[], T]) -> T:
+        return self._retrying(what, fn, self._schema_attempts)
+
+    def _reach(self) -> None:
+        """A server away at start: try it once more (at most every ``RECONNECT_S``); when it answers, make its
+        collections and run ``on_connect``. A collection or a check that refuses the store fails every later call
+        with that reason (the daemon's log and status say it): nothing is written to a store that would have kept
+        the daemon from starting."""
+        with self._gate:
+            if self.connected:
+                return
+            if self._refused:
+                raise StoreError(self._refused)
+            now = time.monotonic()
+            if now < self._next_try:
+                raise StoreUnreachable(self.away)
+            self._next_try, self._schema_attempts = now + RECONNECT_S, 1
+            try:
+                self._schema.ensure()
+                if self.on_connect is not None:
+                    self._checker = threading.get_ident()
+                    self.on_connect()
+            except StoreUnreachable as exc:
+                self.away = str(exc)
+                raise
+            except Exception as exc:
+                self._refused = self._scrub(f"{exc}")
+                log.error("store.refused", location=self.location, error=self._refused)
+                raise StoreError(self._refused) from None
+            finally:
+                self._checker, self._schema_attempts = None, self._attempts
+            self.connected, self.away = True, ""
+            log.info("store.reached", location=self.location)
+
+    def _retrying(self, what: str, fn: Callable[[], T], attempts: int) -> T:
         if self._closed:
             raise StoreError(f"{what}: the store at {self.location} is closed")
         delay = self._backoff_s
-        for attempt in range(1, self._attempts + 1):
+        for attempt in range(1, attempts + 1):
             try:
                 return fn()
             except Exception as exc:
                 transient = is_transient(exc)
-                if not transient or attempt == self._attempts:
-                    raise StoreError(self._scrub(self._message(what, exc, attempt, transient))) from None
+                if not transient or attempt == attempts:
+                    error = StoreUnreachable if transient else StoreError
+                    raise error(self._scrub(self._message(what, exc, attempt, transient))) from None
                 wait = delay
                 if isinstance(exc, ResourceExhaustedResponse):
                     wait = max(delay, min(float(exc.retry_after_s), MAX_RETRY_AFTER_S))
@@ -162,87 +222,6 @@ class ServerStore:
         tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
         return (f"cannot reach the Qdrant server for {self.location} ({cause}, {tries}): "
                 "check that the server is running and that store.url is right")
-
-    def _ensure_collection(self) -> None:
-        name = self.collection
-        if not self._call("check the collection", lambda: self._client.collection_exists(name)):
-            try:
-                self._call("create the collection", self._create_collection)
-                log.info("store.collection_created", location=self.location, dim=self.dim)
-            except StoreError:
-                # Another daemon sharing the server may have created it first: that is fine.
-                if not self._call("check the collection", lambda: self._client.collection_exists(name)):
-                    raise
-        info = self._call("read the collection", lambda: self._client.get_collection(name))
-        self._check_schema(info)
-        self._ensure_indexes(set(info.payload_schema or {}))
-
-    def _create_collection(self) -> bool:
-        return self._client.create_collection(
-            self.collection,
-            vectors_config={DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            # 0 lets the server choose: one shard per node, one copy. A cluster user sets both in config.
-            shard_number=self._shard_number if self._shard_number > 0 else None,
-            replication_factor=self._replication_factor if self._replication_factor > 0 else None,
-            # Drawers hold verbatim exchanges: keep payloads on disk, indexed fields stay in memory.
-            on_disk_payload=True,
-            timeout=self._timeout,
-        )
-
-    def _check_schema(self, info: models.CollectionInfo) -> None:
-        vectors = info.config.params.vectors
-        dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
-        sparse = (info.config.params.sparse_vectors or {}).get(SPARSE)
-        if dense is None or sparse is None:
-            raise StoreError(
-                f"the collection at {self.location} is not a mempal collection (it needs named vectors "
-                f"'{DENSE}' and '{SPARSE}'): set store.collection to another name"
-            )
-        if dense.size != self.dim:
-            raise StoreError(
-                f"the collection at {self.location} holds {dense.size}-d vectors but the model makes {self.dim}-d "
-                "ones: run `mempal reindex` (or set store.collection to a new name)"
-            )
-        if sparse.modifier != models.Modifier.IDF:
-            raise StoreError(f"the collection at {self.location} has sparse vectors without the IDF modifier: "
-                             "set store.collection to a new name and run `mempal migrate`")
-
-    def _ensure_indexes(self, existing: set[str]) -> None:
-        wanted: list[tuple[str, models.PayloadSchemaType | models.KeywordIndexParams]] = []
-        for name in KEYWORD_FIELDS:
-            schema: models.PayloadSchemaType | models.KeywordIndexParams = models.PayloadSchemaType.KEYWORD
-            if name == TENANT_FIELD:
-                # Tenant-aware storage: points of one machine are kept together; queries spanning every
-                # machine still work.
-                schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
-            wanted.append((name, schema))
-        wanted += [(name, models.PayloadSchemaType.FLOAT) for name in FLOAT_FIELDS]
-        wanted += [(name, models.PayloadSchemaType.BOOL) for name in BOOL_FIELDS]
-        for name, schema in wanted:
-            if name in existing:
-                continue
-
-            def create(name: str = name, schema: Any = schema) -> Any:
-                with warnings.catch_warnings():
-                    # Local mode (":memory:", "path:") ignores payload indexes and warns on each one;
-                    # the call is still made so both modes run the same code.
-                    warnings.filterwarnings("ignore", message=_LOCAL_INDEX_WARNING, category=UserWarning)
-                    return self._client.create_payload_index(self.collection, name, field_schema=schema, wait=True,
-                                                             timeout=self._timeout)
-
-            self._call(f"index the payload field {name!r}", create)
-
-    def _ensure_meta_collection(self) -> None:
-        name = self.meta_collection
-        if self._call("check the meta collection", lambda: self._client.collection_exists(name)):
-            return
-        try:
-            self._call("create the meta collection",
-                       lambda: self._client.create_collection(name, vectors_config={}, timeout=self._timeout))
-        except StoreError:
-            if not self._call("check the meta collection", lambda: self._client.collection_exists(name)):
-                raise
 
     # writes ------------------------------------------------------------------------------------------------
     def upsert(self, points: Sequence[PointData]) -> None:

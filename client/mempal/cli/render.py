@@ -73,13 +73,18 @@ def search_results(result: dict[str, Any], max_chars: int = 600) -> str:
     return "\n\n".join(out)
 
 
+def _count(n: Any) -> str:
+    """A figure of the store's; unknown while a server does not answer (the warnings say why)."""
+    return "unknown (the store does not answer)" if n is None else str(n)
+
+
 def status(st: dict[str, Any]) -> str:
     lines = [
         f"mempald {st.get('version')} (pid {st.get('pid')}, up {st.get('uptime_s')}s)"
         + ("" if st.get("ready") else " - starting"),
         f"  model: {st.get('model')}",
         f"  store: {st.get('store')}" + (f"   machine: {st['machine']}" if st.get("machine") else ""),
-        f"  drawers: {st.get('drawers')}   dense backlog: {st.get('dense_backlog')}"
+        f"  drawers: {_count(st.get('drawers'))}   dense backlog: {st.get('dense_backlog')}"
         f"   file backlog: {st.get('file_backlog')}",
     ]
     index = st.get("index") or {}

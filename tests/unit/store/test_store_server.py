@@ -3,7 +3,10 @@ an unreachable server, schema checks, server-side fusion and several daemons sha
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import socket
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -17,9 +20,10 @@ from structlog.testing import capture_logs
 
 from mempald.config import StoreSettings, parse_settings
 from mempald.embed.sparse import Bm25Encoder
-from mempald.store.base import DELETED, LIVE, Filters, PointData, StoreError
+from mempald.store.base import DELETED, LIVE, Filters, PointData, StoreError, StoreUnreachable
 from mempald.store.server import ServerStore
 from mempald.store.server_access import is_transient, parse_url, read_api_key
+from mempald.store.server_schema import Collections
 
 DIM = 8
 KEY = "qk-Sup3r-S3cret-Value-0123456789"
@@ -138,10 +142,91 @@ def test_unreachable_server_fails_fast_and_clearly(monkeypatch: pytest.MonkeyPat
     assert [e["event"] for e in logs].count("store.retry") == 2
 
 
+def closed_port() -> int:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def away_store(**kw: Any) -> ServerStore:
+    """A store whose server does not answer when it is opened (the daemon's start while a server is away)."""
+    return ServerStore(f"http://127.0.0.1:{closed_port()}", DIM, timeout_s=1, backoff_s=0.01, wait_for_server=True,
+                       **kw)
+
+
+def server_answers(store: ServerStore, client: QdrantClient) -> None:
+    """The server comes back: the store's client now reaches one (local mode), and the next call may try it."""
+    store._client = client
+    store._schema = dataclasses.replace(store._schema, client=client)
+    store._next_try = 0.0
+
+
+def test_a_server_away_at_start_is_reached_later_and_checked_first() -> None:
+    with capture_logs() as logs:
+        store = away_store()
+    try:
+        assert not store.connected and "cannot reach the Qdrant server" in store.away
+        assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["store.away_at_start"]
+        # until the next try, every call fails at once with the reason (a write then waits in the outbox)
+        started = time.monotonic()
+        for _ in range(20):
+            with pytest.raises(StoreUnreachable, match="cannot reach the Qdrant server"):
+                store.count(Filters())
+        assert time.monotonic() - started < 1.0
+        checked: list[tuple[int, dict[str, Any]]] = []
+        others: list[str] = []
+        threads: list[threading.Thread] = []
+
+        def checks() -> None:  # the daemon's start-up checks: their own calls go through, nobody else's
+            meta = store.get_meta()
+            other = threading.Thread(target=lambda: others.append(f"{store.points()} after {len(checked)} checks"))
+            threads.append(other)
+            other.start()
+            other.join(0.3)
+            assert other.is_alive()  # waiting for the checks to end
+            store.set_meta({"model": "m"})
+            checked.append((store.count(Filters()), meta))
+
+        store.on_connect = checks
+        server_answers(store, QdrantClient(location=":memory:"))
+        with capture_logs() as logs:
+            store.upsert([point(1), point(2)])
+        assert store.connected and not store.away
+        threads[0].join(5)
+        assert checked == [(0, {})] and others[0].endswith("after 1 checks")  # it ran once the checks had
+        assert store.count(Filters()) == 2 and store.get_meta() == {"model": "m"}
+        assert "store.reached" in [e["event"] for e in logs]
+    finally:
+        store.close()
+
+
+def test_a_store_a_check_refuses_when_its_server_answers_refuses_every_call() -> None:
+    store = away_store()
+    try:
+        def refuse() -> None:
+            raise StoreError("the store was filled by model 'other' but config says 'mine': run `mempal reindex`")
+
+        store.on_connect = refuse
+        server_answers(store, QdrantClient(location=":memory:"))
+        with capture_logs() as logs:
+            for _ in range(2):
+                with pytest.raises(StoreError, match="filled by model 'other'") as err:
+                    store.upsert([point(1)])
+                assert not isinstance(err.value, StoreUnreachable)  # not a write for the outbox to keep: refused
+        assert not store.connected
+        assert [e["event"] for e in logs if e["log_level"] == "error"] == ["store.refused"]
+    finally:
+        store.close()
+
+
+def test_without_wait_for_server_an_away_server_fails_the_open() -> None:
+    with pytest.raises(StoreUnreachable):
+        ServerStore(f"http://127.0.0.1:{closed_port()}", DIM, timeout_s=1, backoff_s=0.01)
+
+
 def test_api_key_over_plain_http_is_logged_not_warned(monkeypatch: pytest.MonkeyPatch) -> None:
     # No request is made: collection checks are skipped, and the client is lazy.
-    monkeypatch.setattr(ServerStore, "_ensure_collection", lambda self: None)
-    monkeypatch.setattr(ServerStore, "_ensure_meta_collection", lambda self: None)
+    monkeypatch.setattr(Collections, "ensure", lambda self: None)
     with capture_logs() as logs:
         store = ServerStore("http://10.11.12.13:6333", DIM, api_key=KEY)
     try:
