@@ -24,6 +24,7 @@ from mempald.ingest.ingestor import Ingestor
 from mempald.ingest.queues import BACKFILL, FRESH, DenseQueue
 from mempald.ingest.writer import Changes
 from mempald.normalize import registry
+from mempald.normalize.compaction import compaction_key
 from mempald.normalize.model import Exchange
 from mempald.normalize.wings import normal_wing, wing_from_cwd
 from mempald.state.gateway import StateGateway
@@ -121,7 +122,8 @@ class Memories:
                            transcript_path: str | None, trigger: str | None) -> dict[str, Any]:
         """The host's own summary of a compacted session (Claude Code's PostCompact ``compact_summary``), stored
         with that session: a drawer of kind summary, in the session's wing (the wing its drawers already have,
-        else the cwd's project), with its transcript as source. The same summary again changes nothing."""
+        else the cwd's project), with its transcript as source. The same summary again changes nothing, and nor
+        does one the transcript already gave (``normalize.compaction``: one key for both copies)."""
         summary = summary.strip()
         if not summary:
             raise InvalidInput("summary is empty")
@@ -130,9 +132,16 @@ class Memories:
         page, _ = await self.store.scroll(Filters(session_id=(session_id,)), 1)
         wing = str(page[0].payload.get("wing") or "") if page else ""
         wing = wing or wing_for(None, cwd)
-        key = "compact:" + hashlib.sha256(f"{session_id}\x1f{summary}".encode()).hexdigest()[:24]
+        # (the key the transcript's copy of the summary gets too: it replaces this one, never the other way round)
+        key = compaction_key(session_id, summary) or "compact:" + hashlib.sha256(
+            f"{session_id}\x1f{summary}".encode()).hexdigest()[:24]
         own = registry.for_agent(agent)
         kind = own.name if own is not None else agent
+        held, _ = await self.store.scroll(Filters(exchange_key=(key,), session_id=(session_id,),
+                                                  machine=(self.machine,), include_deleted=True), 100)
+        if held:  # already stored: the transcript's copy (with the answers after it), or this one again (or deleted)
+            return {"wing": str(held[0].payload.get("wing") or wing), "session_id": session_id, "written": 0,
+                    "drawer_ids": [pt.id for pt in held if pt.payload.get("status") != "deleted"]}
         ex = Exchange(source_kind=kind, session_id=session_id, key=key, user="", assistant=summary,
                       timestamp=datetime.now(UTC).isoformat(), agent=agent, kind="summary", cwd=cwd,
                       extra=(("trigger", trigger),) if trigger else ())

@@ -33,6 +33,7 @@ from mempald.normalize.claude_code_beside import beside
 from mempald.normalize.claude_code_text import text_blocks
 from mempald.normalize.common import add_unique, touched_path
 from mempald.normalize.common import as_str as _s
+from mempald.normalize.compaction import compaction_key
 from mempald.normalize.format import Format, Input, Parsed, Place, Probe, loads
 from mempald.normalize.ledger import Ledger
 from mempald.normalize.model import CursorContext, Exchange, Line, strip_injected
@@ -183,6 +184,8 @@ class _Reader:
             self.close("main")
             summary = strip_injected(text_blocks(content) or "").strip()
             self.main = self.open(rec, line.offset, "", kind="summary", reply=[summary])
+            # (the key the PostCompact hook's copy of this summary gets too: one drawer for both)
+            self.main.key = compaction_key(_s(rec.get("sessionId")) or self.ctx.session_id, summary) or self.main.key
             self.ledger.stored(ref, self.main.key, "compaction summary")
             return
         text = text_blocks(content)

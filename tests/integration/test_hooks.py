@@ -524,6 +524,65 @@ def test_postcompact_stores_the_hosts_summary_with_the_session(live: Daemon) -> 
         assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
 
 
+CORE = ("Analysis:\nThe user asked why mix phx.server failed; the tapir proxy held port 4000.\n\nSummary:\n1. The "
+        "phoenix dev server moved to port 4010.\n2. Pending: update the heron README's port table.")
+
+
+def compacted_transcript(session: str, answer: str) -> list[str]:
+    """A session compacted once, in Claude Code's shape: a prompt and its answer, the compact_boundary record,
+    the summary as an isCompactSummary user record (opening and closing lines around CORE), the answer after it."""
+    cwd, ts = "/home/marco/projects/heron", "2026-11-20T10:00:00Z"
+    boundary = {"parentUuid": None, "logicalParentUuid": f"{session}-a1", "isSidechain": False,
+                "userType": "external", "cwd": cwd, "sessionId": session, "version": "2.1.38", "gitBranch": "main",
+                "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+                "isMeta": False, "timestamp": ts, "uuid": f"{session}-b", "level": "info",
+                "compactMetadata": {"trigger": "manual", "preTokens": 151230}}
+    text = ("This session is being continued from a previous conversation that ran out of context. The summary "
+            f"below covers the earlier portion of the conversation.\n\n{CORE}\n\nIf you need specific details "
+            "from before compaction (like exact code snippets, error messages, or content you generated), read the "
+            f"full transcript at: /home/marco/.claude/projects/-home-marco-projects-heron/{session}.jsonl")
+    summary = {"parentUuid": f"{session}-b", "isSidechain": False, "userType": "external", "cwd": cwd,
+               "sessionId": session, "version": "2.1.38", "gitBranch": "main", "type": "user",
+               "message": {"role": "user", "content": text}, "isVisibleInTranscriptOnly": True,
+               "isCompactSummary": True, "uuid": f"{session}-s", "timestamp": ts}
+    return [user_line(session, cwd, "why does mix phx.server fail on heron?", f"{session}-u1", ts),
+            assistant_line(session, cwd, "The tapir proxy holds port 4000.", f"{session}-a1", f"{session}-u1", ts),
+            json.dumps(boundary), json.dumps(summary),
+            assistant_line(session, cwd, answer, f"{session}-a2", f"{session}-s", ts)]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("hook_first", [False, True])
+def test_a_compaction_summary_from_the_transcript_and_the_hook_is_one_drawer(live: Daemon, hook_first: bool) -> None:
+    """Claude Code puts the summary in the transcript and gives it to PostCompact: whichever arrives first, the
+    session keeps one summary, the transcript's (it goes on with the answer given after it)."""
+    session = f"7c0e3f52-compact-{int(hook_first)}"
+    answer = f"Updating the heron README port table now (run {int(hook_first)})."
+    proj = Path(live.env["HOME"]) / ".claude" / "projects" / "-home-marco-projects-heron"
+    proj.mkdir(exist_ok=True)
+    path = proj / f"{session}.jsonl"
+    tagged = CORE.replace("Analysis:", "<analysis>").replace("\n\nSummary:", "</analysis>\n\n<summary>")
+    payload = base("PostCompact", session_id=session, transcript_path=str(path), cwd="/home/marco/projects/heron",
+                   trigger="manual", compact_summary=tagged + "</summary>" if hook_first else CORE)
+
+    def summaries() -> list[dict[str, Any]]:
+        got = live.call("drawers", {"session_id": [session], "limit": 100})
+        return [d for d in got["drawers"] if d.get("kind") == "summary"]
+
+    if hook_first:
+        res, _dt = hook(live.env, "postcompact", payload)
+        assert (res.returncode, res.stdout) == (0, ""), res.stderr
+        live.wait_for(summaries, timeout=30)
+    path.write_text("\n".join(compacted_transcript(session, answer)) + "\n")
+    live.wait_for(lambda: [d for d in summaries() if answer in d["text"]], timeout=60)
+    if not hook_first:
+        res, _dt = hook(live.env, "postcompact", payload)
+        assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    (one,) = summaries()  # one drawer, the transcript's
+    assert one["text"].startswith("This session is being continued") and answer in one["text"]
+    assert "tapir proxy held port 4000" in one["text"] and one["exchange_key"].startswith("compact:")
+
+
 @pytest.mark.timeout(300)
 def test_stop_waits_for_the_last_answer_the_host_reports(daemon: Daemon, home: Path) -> None:
     """Claude Code writes the transcript asynchronously: when Stop fires its last answer may not be on disk.
