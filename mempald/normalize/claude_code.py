@@ -13,7 +13,10 @@ folded in, and meta, progress, hook, snapshot and injected lines skipped with a 
   ``Warmup`` sidechains and ``agent-acompact-*`` are skipped: they hold nothing anyone typed or asked.
 - A background task's notification (``origin.kind`` ``task-notification``, text ``<task-notification>``) is
   not the user's words: folded into the exchange in progress as one ``[task notification] <summary>`` line (its
-  answer stays in that exchange), skipped when no exchange is open.
+  answer stays in that exchange), skipped when no exchange is open. Any other ``origin.kind`` but ``human``
+  (``peer``: a message another process posted into the session) is not the user's either: it opens an exchange
+  with no prompt, ``[peer message from X] text``, and the answer it gets is kept there.
+- A compaction summary's key is ``normalize.compaction``'s (the PostCompact hook's copy gets the same).
 - A ``/btw`` side question (``agent-aside_question-*.jsonl``) replays the parent's history before the question:
   that copy is skipped (it is stored from the session file); the user's question, out of the system-reminder
   Claude Code wraps it in, is the prompt of one exchange (agent ``claude/side-question``) with its answer.
@@ -209,6 +212,16 @@ class _Reader:
             summary = body if kind == "notification" else text_of.notification_summary(text)
             self.main.reply.append(f"[task notification] {summary}".strip())
             self.ledger.folded(ref, self.main.key, "task notification")
+            return
+        if isinstance(origin, dict) and _s(origin.get("kind")) not in ("", "human"):
+            # Written into the session by something other than the user (another process posting to it: ``peer``;
+            # a channel, an agent): never the user's prompt. It starts an exchange of its own, with no prompt; the
+            # answer it gets is kept there.
+            sender = _s(origin.get("from"))
+            note = f"[{_s(origin.get('kind'))} message{f' from {sender}' if sender not in ('', 'unknown') else ''}]"
+            self.close("main")
+            self.main = self.open(rec, line.offset, "", reply=[f"{note} {text.strip()}"])
+            self.ledger.stored(ref, self.main.key, f"{_s(origin.get('kind'))} message (no prompt)")
             return
         if kind == "command" and body.split(" ", 1)[0] == "/compact" and self.main is not None and \
                 self.main.kind == "summary":

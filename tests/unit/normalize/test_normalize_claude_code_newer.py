@@ -5,6 +5,7 @@ the session's wing whatever sub-folder they worked in."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mempald.ingest.units import prepare
@@ -101,3 +102,36 @@ def test_real_sub_agent_files_take_their_session_project(formats_dir: Path) -> N
             p for p in agent.parent.glob("*.jsonl") if not p.name.startswith("agent-"))
         first_cwd = next(e.cwd for e in _read(session).exchanges if e.cwd)
         assert all(e.project == first_cwd for e in _read(agent).exchanges), agent
+
+
+def test_a_message_another_process_posted_is_no_prompt_and_its_answer_is_kept() -> None:
+    """``origin.kind`` other than ``human`` (a ``peer`` posting into the session over its socket, as Claude Code
+    records it: ``isSynthetic``, ``origin: {kind: peer, from, verifiedPeerPid}``): never stored as the user's
+    prompt; it opens an exchange of its own and the answer it gets stays there."""
+    rows = [
+        {"type": "user", "sessionId": "s", "uuid": "u1", "timestamp": "2026-11-20T10:00:00Z",
+         "origin": {"kind": "human"}, "message": {"role": "user", "content": "watch the deploy for me"}},
+        {"type": "assistant", "sessionId": "s", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-11-20T10:00:05Z",
+         "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "Watching it."}]}},
+        {"type": "user", "sessionId": "s", "uuid": "p1", "parentUuid": "a1", "timestamp": "2026-11-20T10:09:00Z",
+         "isReplay": True, "isSynthetic": True, "origin": {"kind": "peer", "from": "deploy-bot", "verifiedPeerPid": 9},
+         "message": {"role": "user", "content": "deploy 4411 failed: migration 0042 timed out"}},
+        {"type": "assistant", "sessionId": "s", "uuid": "a2", "parentUuid": "p1", "timestamp": "2026-11-20T10:09:04Z",
+         "message": {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "Rolling back 4411."}]}},
+        {"type": "user", "sessionId": "s", "uuid": "p2", "parentUuid": "a2", "timestamp": "2026-11-20T10:10:00Z",
+         "origin": {"kind": "peer", "from": "unknown"}, "message": {"role": "user", "content": "rollback done"}},
+    ]
+    lines, off = [], 0
+    for row in rows:
+        raw = json.dumps(row).encode()
+        lines.append(Line(off, raw))
+        off += len(raw) + 1
+    parsed = claude_code.parse(Input(lines=lines))
+    assert [(e.user, e.assistant) for e in parsed.exchanges] == [
+        ("watch the deploy for me", "Watching it."),
+        ("", "[peer message from deploy-bot] deploy 4411 failed: migration 0042 timed out\nRolling back 4411."),
+        ("", "[peer message] rollback done"),
+    ]
+    assert [a.what for a in parsed.ledger.entries] == [
+        "prompt", "answer", "peer message (no prompt)", "answer", "peer message (no prompt)"]
+    assert len(parsed.ledger.entries) == len(rows)
