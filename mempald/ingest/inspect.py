@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mempald.ingest.drawers import BuildStats, SourceInfo, build_drawers, clean_text
+from mempald.ingest.live_copies import LiveCopies
 from mempald.ingest.projects import project_exchanges
 from mempald.ingest.reading import UNKNOWN, parse_document
 from mempald.ingest.units import folder_wing, format_for, gather, prepare
@@ -41,10 +42,11 @@ class Reading:
     room_keywords: dict[str, list[str]] | None = None
     max_drawers: int = 0  # ingest.max_drawers_per_exchange (0: no cap)
     max_file: int = 512 * 1024 * 1024  # ingest.max_file_bytes: a document is read whole
+    live: LiveCopies | None = None  # copies of sessions read from their agents' own files: skipped (as ingested)
 
 
-def _parse(path: Path, source: Source, max_line: int,
-           max_file: int) -> tuple[str, Parsed | None, dict[int, int], int]:
+def _parse(path: Path, source: Source, max_line: int, max_file: int,
+           live: LiveCopies | None = None) -> tuple[str, Parsed | None, dict[int, int], int]:
     """(format name, parse, line numbers by offset, long lines skipped) of a unit."""
     unit = source.unit_of(path)
     found = unit.fmt if unit is not None else format_for(path, source.fmt)
@@ -60,7 +62,10 @@ def _parse(path: Path, source: Source, max_line: int,
         rr = read_lines(path, 0, None, None, budget=size + 1, max_line=max_line)
         numbers = _line_numbers(path)
         return found.name, found.parse(Input(name=str(path), context=ctx, lines=rr.lines)), numbers, rr.skipped_long
-    return found.name, parse_document(found, read_capped(path, max_file), str(path), ctx), {}, 0
+    parsed = parse_document(found, read_capped(path, max_file), str(path), ctx)
+    if found.mirrors and live is not None:
+        parsed = live.drop(parsed, fresh=True)  # (asked by a person: the folders as they are now)
+    return found.name, parsed, {}, 0
 
 
 def _line_numbers(path: Path) -> dict[int, int]:
@@ -122,7 +127,7 @@ def inspect_unit(path: Path, source: Source, how: Reading, *, rows: bool = True)
         fmt_name, long_lines = "project", 0
         out["accounted"] = {f"skipped: {skipped}": 1} if skipped else {f"chunked into {len(chunks)} drawers": 1}
     else:
-        fmt_name, parsed, numbers, long_lines = _parse(path, source, how.max_line, how.max_file)
+        fmt_name, parsed, numbers, long_lines = _parse(path, source, how.max_line, how.max_file, how.live)
     out["format"] = fmt_name
     if parsed is None:
         out["accounted"] = {f"skipped: {UNKNOWN}": 1}

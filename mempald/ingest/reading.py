@@ -32,6 +32,7 @@ from mempald import logs
 from mempald.archive.keeper import Archive
 from mempald.config import SettingsRef
 from mempald.ingest.drawers import SourceInfo
+from mempald.ingest.live_copies import MIRRORS, LiveCopies
 from mempald.ingest.projects import project_exchanges, project_settings
 from mempald.ingest.units import folder_wing, gather, prepare
 from mempald.ingest.writer import DrawerWriter, Written
@@ -43,7 +44,7 @@ from mempald.sources.reader import ReadResult, prefix_hash, read_capped, read_li
 from mempald.sources.roots import Source, Unit, unit_signature
 from mempald.state.db import Cursor
 from mempald.state.gateway import StateGateway
-from mempald.store.base import Filters
+from mempald.store.base import Filters, StoreError
 from mempald.text.classify import room_for_path
 
 log = logs.get("ingest")
@@ -124,6 +125,7 @@ class UnitReader:
         self.room_keywords = room_keywords
         self.status = status
         self.unreadable: dict[str, str] = {}  # a database unit -> why it could not be read last (logged once)
+        self.live: LiveCopies | None = None  # where the agents' own files are read (None: every copy is stored)
 
     def info(self, path: Path, source: Source, kind: str, **kw: Any) -> SourceInfo:
         ingest = self.settings.current.ingest
@@ -135,11 +137,27 @@ class UnitReader:
     async def write(self, parsed: Parsed, info: SourceInfo, lane: int, res: IngestResult) -> None:
         res.exchanges = len(parsed.exchanges)
         res.wrote(await self.writer.write(parsed.exchanges, info, lane))
+        if self.live is not None and parsed.exchanges:
+            await self._remove_copies(info.kind, {ex.session_id for ex in parsed.exchanges})
         if res.capped and res.written:  # (once: a re-read of the same exchange writes nothing)
             log.warning("exchange_capped", path=info.path, exchanges=res.capped, max_drawers=info.max_drawers,
                         note="its first drawers are stored; the whole text stays in the file")
         st = self.status.setdefault(info.source_key, SourceStatus())
         st.exchanges += len(parsed.exchanges)
+
+    async def _remove_copies(self, fmt: str, sessions: set[str]) -> None:
+        """A session read from its agent's own file: copies of it stored before (``live_copies``) are removed."""
+        live = self.live
+        assert live is not None
+        try:
+            if live.copied is None:  # (once a run: which agents have copies stored at all)
+                live.copied = set(await self.writer.store.facet("agent", Filters(source_kind=MIRRORS)))
+            gone = live.to_remove(fmt, sessions)
+            if gone:
+                await self.writer.store.delete(Filters(session_id=tuple(gone), source_kind=MIRRORS, agent=(fmt,),
+                                                       machine=(self.machine,), include_deleted=True))
+        except StoreError as exc:  # (a server away: looked for again at the next start)
+            log.info("copies_not_removed", error=str(exc))
 
     async def lines(self, path: Path, source: Source, fmt: Format, lane: int, res: IngestResult) -> None:
         cur = await self.state.get_cursor(str(path))
@@ -195,6 +213,8 @@ class UnitReader:
         ctx = await anyio.to_thread.run_sync(prepare, path, fmt, base)
         # The full path names the session: two notes.md in different folders are different sessions.
         parsed = await anyio.to_thread.run_sync(parse_document, fmt, data, str(path), ctx)
+        if fmt.mirrors and self.live is not None:  # (copies of sessions read from the agent's own files: skipped)
+            parsed = await anyio.to_thread.run_sync(self.live.drop, parsed)
         await self.write(parsed, self.info(path, source, parsed.context.format or fmt.name), lane, res)
         await self.state.put_cursor(Cursor(
             str(path), source.key, st.st_ino, st.st_size, st.st_mtime, st.st_size, digest,

@@ -85,7 +85,8 @@ class SourceReview:
         return Reading(self.embedder.count_tokens, self.settings.current.embed.max_tokens, self.machine, self.user,
                        redact=ingest.redact_secrets, extract=ingest.extract_general,
                        max_line=ingest.max_line_bytes, room_keywords=self.room_keywords(),
-                       max_drawers=ingest.max_drawers_per_exchange, max_file=ingest.max_file_bytes)
+                       max_drawers=ingest.max_drawers_per_exchange, max_file=ingest.max_file_bytes,
+                       live=self.ingestor.reader.live)
 
     async def mode_of(self, path: Path, mode: str) -> str:
         """``mode``, or for ``auto`` what ``path`` is: a code project (a source file) or conversations."""

@@ -181,6 +181,9 @@ class Format:
     # transcripts beside its state.vscdb): it only adds drawers the store does not hold, never rewrites the other
     # reading's (their texts differ a little: each change of either file would otherwise re-embed the chat).
     copy: bool = False
+    # Its exchanges may be copies of other agents' sessions, each naming its agent (a format's name) and session
+    # (SpecStory's Markdown): one whose own file a watched source holds is skipped (``ingest.live_copies``).
+    mirrors: bool = False
     room: str = ""  # the room of every drawer it makes (the agents' memories: agent-memory); "": classified
     # The unit (folder or database) a changed path belongs to, or None when the path is not one of this
     # format's: a day file of a Slack export -> the export folder.

@@ -14,7 +14,8 @@ Turns are separated by ``---`` lines. The agent is the one the header names (``c
 store's own). A Cursor conversation's copy is not stored twice: its exchanges take the source kind, session and
 keys the Cursor store's reading gives them (``cursor``, the composer id, ``cursor_bubbles.prompt_key``), so both
 readings land on the same drawers (the later reading's text replaces the earlier's). Other agents' copies keep
-keys of their own (their live keys are message uuids or offsets a Markdown copy does not carry). In an answer,
+keys of their own (their live keys are message uuids or offsets a Markdown copy does not carry), and are skipped
+where the agent's own file of the session is read too (``ingest.live_copies``). In an answer,
 ``<think>`` blocks are dropped and ``<tool-use>`` / ``Tool use: **name**`` blocks become ``[tool: name] summary``
 lines; code blocks and diffs stay verbatim.
 """
@@ -186,5 +187,5 @@ def detect(probe: Probe) -> bool:
     return _HEADER.match(probe.text[:200]) is not None
 
 
-FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".md",),
+FORMAT = Format(SOURCE_KIND, "document", detect, parse, suffixes=(".md",), mirrors=True,
                 summary="SpecStory histories (.specstory/history/*.md)")

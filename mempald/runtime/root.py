@@ -49,6 +49,7 @@ from mempald.ingest.build_pool import BuildPool, BuildSpec
 from mempald.ingest.dense import DenseWorker
 from mempald.ingest.forget_list import Admission, ForgetList
 from mempald.ingest.ingestor import Ingestor
+from mempald.ingest.live_copies import LiveCopies
 from mempald.ingest.queues import BACKFILL, DenseQueue, FileQueue
 from mempald.ingest.review import SourceReview
 from mempald.ingest.store_outbox import StoreOutbox
@@ -234,6 +235,9 @@ class Daemon:
                                      settings.embed.max_tokens)
         self.searcher = Searcher(self.store, embedder, bm25)
         self.sources = SourceSet(settings, self.exclude)
+        # a SpecStory copy of a session whose own file a watched source holds is not stored twice
+        self.ingestor.reader.live = LiveCopies(lambda fmt: [s.root for s in self.sources
+                                                            if s.fmt == fmt and s.mode == "convos"])
         self.scanner = Scanner(self.settings, self.sources, db, self.files, self.ingestor)
         self.events = EventRouter(self.settings, self.sources, self.scanner, self.files, state, self.ingestor)
         self.pack_runs = PackRuns()
