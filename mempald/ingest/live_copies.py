@@ -46,7 +46,7 @@ class LiveCopies:
     def to_remove(self, fmt: str, sessions: set[str]) -> list[str]:
         """Sessions read from ``fmt``'s own files whose stored copies (read before: a copy stored while its
         session had no file here) should go, each asked once a run; none when no copy of ``fmt`` is stored."""
-        if self.copied is None or fmt not in self.copied:
+        if self.copied is None or fmt not in self.copied or fmt in MIRRORS:  # (a copy's own reading: never)
             return []
         out = sorted(s for s in sessions if (fmt, s) not in self._checked)
         self._checked.update((fmt, s) for s in out)

@@ -77,3 +77,5 @@ def test_copies_stored_before_their_sessions_own_file_are_asked_for_once(tmp_pat
     assert len(kept.exchanges) == 1 and live.copied == {"claude_code"}  # stored: its session has no file here
     assert live.to_remove("claude_code", {SID, "other-session-id"}) == sorted([SID, "other-session-id"])
     assert live.to_remove("claude_code", {SID}) == []  # once a run
+    live.copied.add("specstory")  # (copies whose header names no agent)
+    assert live.to_remove("specstory", {SID}) == []  # a copy's own reading never removes copies
