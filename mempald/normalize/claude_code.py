@@ -5,7 +5,7 @@ everything the assistant said until the next prompt, with streaming parts (one l
 by ``message.id``, tool calls and results summarised into short lines (``claude_code_text``), command output
 folded in, and meta, progress, hook, snapshot and injected lines skipped with a reason in the ledger.
 
-- A compaction summary is an exchange of kind ``summary`` (user empty).
+- A compaction summary is an exchange of kind ``summary`` (user empty), keyed by ``normalize.compaction``.
 - Sub-agent work is kept as exchanges of kind ``subagent``: never as the user's prompt (user empty; the task
   the assistant gave it opens the text), agent ``claude/subagent[:<agentId>]``, ``parent`` the key of the
   exchange whose ``Task``/``Agent`` call started it. Inline sidechains of 1.0.x files are matched to their
@@ -13,10 +13,8 @@ folded in, and meta, progress, hook, snapshot and injected lines skipped with a 
   ``Warmup`` sidechains and ``agent-acompact-*`` are skipped: they hold nothing anyone typed or asked.
 - A background task's notification (``origin.kind`` ``task-notification``, text ``<task-notification>``) is
   not the user's words: folded into the exchange in progress as one ``[task notification] <summary>`` line (its
-  answer stays in that exchange), skipped when no exchange is open. Any other ``origin.kind`` but ``human``
-  (``peer``: a message another process posted into the session) is not the user's either: it opens an exchange
-  with no prompt, ``[peer message from X] text``, and the answer it gets is kept there.
-- A compaction summary's key is ``normalize.compaction``'s (the PostCompact hook's copy gets the same).
+  answer stays in that exchange), skipped when no exchange is open. Another ``origin.kind`` but ``human`` (a
+  ``peer`` process posting into the session) opens an exchange with no prompt: ``[peer message from X] text``.
 - A ``/btw`` side question (``agent-aside_question-*.jsonl``) replays the parent's history before the question:
   that copy is skipped (it is stored from the session file); the user's question, out of the system-reminder
   Claude Code wraps it in, is the prompt of one exchange (agent ``claude/side-question``) with its answer.
@@ -47,10 +45,9 @@ AGENT_TOOLS = frozenset({"Task", "Agent"})
 _TITLE_RANK = {"custom-title": 5, "ai-title": 4, "agent-name": 3, "summary": 2, "last-prompt": 1}
 _TITLE_KEY = {"custom-title": "customTitle", "ai-title": "aiTitle", "agent-name": "agentName", "summary": "summary",
               "last-prompt": "lastPrompt"}
-_SKIP_TYPES = {"file-history-snapshot": "file snapshot", "progress": "progress", "queue-operation": "queue operation",
-               "permission-mode": "permission mode", "pr-link": "pr link", "agent-setting": "agent setting",
-               "bridge-session": "bridge session", "worktree-state": "worktree state", "mode": "mode",
-               "atis-latch": "atis latch"}
+_SKIP_TYPES = {t: t.replace("-", " ") for t in ("progress", "queue-operation", "permission-mode", "pr-link",
+                                                "agent-setting", "bridge-session", "worktree-state", "mode",
+                                                "atis-latch")} | {"file-history-snapshot": "file snapshot"}
 TYPES = frozenset({"user", "assistant", "summary", "system", "attachment", *_TITLE_KEY, *_SKIP_TYPES})
 ASIDE = "aside_question"  # the agent id (and file name) of a /btw side question: agent-aside_question-<hex>.jsonl
 
@@ -74,9 +71,7 @@ class _Open:
 
 
 @dataclass
-class _Pending:
-    """A Task/Agent call waiting for its sidechain (1.0.x inline) or result."""
-
+class _Pending:  # a Task/Agent call waiting for its sidechain (1.0.x inline) or result
     parent: str
     prompt: str
     agent_type: str
@@ -186,19 +181,13 @@ class _Reader:
         if rec.get("isCompactSummary"):
             self.close("main")
             summary = strip_injected(text_blocks(content) or "").strip()
-            self.main = self.open(rec, line.offset, "", kind="summary", reply=[summary])
-            # (the key the PostCompact hook's copy of this summary gets too: one drawer for both)
+            self.main = self.open(rec, line.offset, "", kind="summary", reply=[summary])  # (key: the hook's copy's)
             self.main.key = compaction_key(_s(rec.get("sessionId")) or self.ctx.session_id, summary) or self.main.key
             self.ledger.stored(ref, self.main.key, "compaction summary")
             return
         text = text_blocks(content)
         if rec.get("isMeta"):
-            reason = "meta"
-            if self.main is not None and self.main.command:
-                reason = "meta: command expansion"
-            elif text and text.lstrip().startswith("Base directory for this skill"):
-                reason = "meta: skill body"
-            self.ledger.skipped(ref, reason)
+            self.ledger.skipped(ref, text_of.meta_reason(text, self.main is not None and self.main.command))
             return
         if text is None:
             self.tool_results(rec, content, ref, self.main)
@@ -207,21 +196,16 @@ class _Reader:
         origin = rec.get("origin")
         if kind == "notification" or (isinstance(origin, dict) and origin.get("kind") == "task-notification"):
             if self.main is None:
-                self.ledger.skipped(ref, "task notification")
-                return
+                return self.ledger.skipped(ref, "task notification")
             summary = body if kind == "notification" else text_of.notification_summary(text)
             self.main.reply.append(f"[task notification] {summary}".strip())
             self.ledger.folded(ref, self.main.key, "task notification")
             return
-        if isinstance(origin, dict) and _s(origin.get("kind")) not in ("", "human"):
-            # Written into the session by something other than the user (another process posting to it: ``peer``;
-            # a channel, an agent): never the user's prompt. It starts an exchange of its own, with no prompt; the
-            # answer it gets is kept there.
-            sender = _s(origin.get("from"))
-            note = f"[{_s(origin.get('kind'))} message{f' from {sender}' if sender not in ('', 'unknown') else ''}]"
+        posted = text_of.posted_by(origin)
+        if posted:  # another process, a channel, an agent wrote it: an exchange with no prompt keeps its answer
             self.close("main")
-            self.main = self.open(rec, line.offset, "", reply=[f"{note} {text.strip()}"])
-            self.ledger.stored(ref, self.main.key, f"{_s(origin.get('kind'))} message (no prompt)")
+            self.main = self.open(rec, line.offset, "", reply=[f"[{posted}] {text.strip()}"])
+            self.ledger.stored(ref, self.main.key, f"{posted.split(' from ')[0]} (no prompt)")
             return
         if kind == "command" and body.split(" ", 1)[0] == "/compact" and self.main is not None and \
                 self.main.kind == "summary":

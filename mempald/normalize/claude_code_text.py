@@ -185,3 +185,24 @@ def result_summary(name: str, block: dict[str, Any], record: dict[str, Any]) -> 
         return None
     prefix = "  -> error: " if block.get("is_error") else "  -> "
     return prefix + _one_line(text)
+
+
+def meta_reason(text: str | None, expanding: bool) -> str:
+    """Why an ``isMeta`` user record is skipped: the expansion of the slash command before it (``expanding``), a
+    skill's body, or other meta."""
+    if expanding:
+        return "meta: command expansion"
+    return "meta: skill body" if text and text.lstrip().startswith("Base directory for this skill") else "meta"
+
+
+def posted_by(origin: Any) -> str:
+    """Who wrote a user record into the session when the user did not (``origin.kind`` other than ``human``: a
+    ``peer`` process posting to it, a channel, an agent): ``peer message`` or ``peer message from X``; "" for the
+    user's own records and for task notifications (folded apart)."""
+    if not isinstance(origin, dict):
+        return ""
+    kind, sender = origin.get("kind"), origin.get("from")
+    if not isinstance(kind, str) or kind in ("", "human", "task-notification"):
+        return ""
+    return f"{kind} message from {sender}" if isinstance(sender, str) and sender not in ("", "unknown") else \
+        f"{kind} message"
