@@ -27,6 +27,7 @@ from mempald.normalize import (
     cursor_export,
     cursor_transcript,
     gemini,
+    kilo_db,
     opencode_db,
     opencode_export,
     opencode_storage,
@@ -43,7 +44,7 @@ FORMATS: tuple[Format, ...] = (
     cursor.FORMAT, aider.FORMAT, specstory.FORMAT, cursor_export.FORMAT, gemini.FORMAT, antigravity.FORMAT,
     cursor_transcript.FORMAT, opencode_export.FORMAT, copilot.FORMAT, copilot_cli.FORMAT, chatgpt.FORMAT,
     claude_ai.FORMAT, codex.FORMAT,
-    claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT,
+    claude_code.FORMAT, cline.FORMAT, slack.FORMAT, opencode_storage.FORMAT, opencode_db.FORMAT, kilo_db.FORMAT,
     cursor_agent.FORMAT, agent_memory.FORMAT, plaintext.FORMAT,
 )
 TEXT = plaintext.FORMAT

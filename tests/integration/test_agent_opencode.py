@@ -224,3 +224,20 @@ def test_a_streamed_answer_and_a_half_written_file_end_as_one_drawer(daemon: Dae
     assert sum(report["accounted"].values()) == len(list((storage / "message" / LONG_SESSION).glob("*.json"))) + sum(
         len(list((storage / "part" / p.stem).glob("*.json"))) for p in (storage / "message" / LONG_SESSION).glob(
             "*.json")) + 2, "every file of the session (and its session and project records) accounted for"
+
+
+@pytest.mark.timeout(420)
+def test_kilos_database_is_found_in_its_place_and_read(daemon: Daemon, home: Path) -> None:
+    """Kilo (an OpenCode fork) keeps its sessions in ``$XDG_DATA_HOME/kilo/kilo.db``, OpenCode's schema: watched
+    by default, searchable under agent ``kilo``, listed in status."""
+    db = home / ".local" / "share" / "kilo" / "kilo.db"
+    db.parent.mkdir(parents=True)
+    build_db(STORAGE, db)
+    daemon.start()
+    daemon.idle(timeout=240)
+    main = [h for h in hits(daemon, "Use the explore agent to find where the backoff ceiling is configured")
+            if h["session_id"] == MAIN_SESSION]
+    assert main and main[0]["agent"] == "kilo" and main[0]["source_kind"] == "kilo" and main[0]["wing"] == "tidewater"
+    assert hits(daemon, "maximum backoff ceiling report file and line", agent="kilo/subagent")
+    agents = {a["agent"]: a for a in daemon.call("status")["agents"]}
+    assert agents["Kilo"]["found"] and agents["Kilo"]["watched"] and agents["Kilo"]["exchanges"] > 0

@@ -70,6 +70,7 @@ SAMPLES: dict[str, tuple[str, ...]] = {
               "repo:tests/fixtures/cline/cline_sdk_session/1781203311842_k3f9q"),
     "opencode": ("repo:tests/fixtures/opencode/storage",),
     "opencode_db": ("repo:tests/fixtures/opencode/opencode.db",),
+    "kilo_db": (":kilo.db",),
     "opencode_export": ("repo:tests/fixtures/opencode/export/ses_9c8e9f580001e71lHFE8l6hlvY.json",),
     "text": (":note.md",),
     "cursor": (":state.vscdb",),  # a Cursor store in the real schema, built by tests/cursor_samples.py
@@ -92,6 +93,8 @@ WRITTEN: dict[str, Callable[[Path], Path]] = {
     ":events.jsonl": write_cli_session,
     ":specstory.md": lambda folder: _write(folder / "2026-11-02_09-12Z-flaky.md", SPECSTORY_V2),
     ":cursor_export.md": lambda folder: _write(folder / "cursor_rate_limiter.md", EXPORT),
+    # Kilo (an OpenCode fork) keeps OpenCode's schema: the OpenCode database sample under Kilo's name
+    ":kilo.db": lambda folder: Path(shutil.copyfile(REPO / "tests/fixtures/opencode/opencode.db", folder / "kilo.db")),
 }
 
 
@@ -147,10 +150,10 @@ def _place(fmt: str, rel: str, folder: Path) -> Unit:
     folder.mkdir(parents=True, exist_ok=True)
     if rel == ":store.db":
         return Unit(fmt, build_chat(folder / "chats"), None)
-    if rel.startswith(":") and registry.by_name(fmt).reads == "rows":
-        return Unit(fmt, build_cursor_user(folder), None)
     if rel in WRITTEN:
         return Unit(fmt, WRITTEN[rel](folder), None)
+    if rel.startswith(":") and registry.by_name(fmt).reads == "rows":
+        return Unit(fmt, build_cursor_user(folder), None)
     if rel.startswith(":"):
         path = folder / rel[1:]
         path.write_text(NOTE)

@@ -38,7 +38,7 @@ def test_every_format_has_one_parse_signature() -> None:
                                                   "antigravity", "cursor_transcript", "opencode_export", "copilot",
                                                   "copilot_cli", "chatgpt",
                                                   "claude_ai", "codex", "claude_code", "cline", "slack", "opencode",
-                                                  "opencode_db", "cursor_agent", "agent_memory", "text"]
+                                                  "opencode_db", "kilo_db", "cursor_agent", "agent_memory", "text"]
     for fmt in registry.FORMATS:
         sig = inspect.signature(fmt.parse)
         assert list(sig.parameters) == ["inp"], fmt.name

@@ -379,3 +379,25 @@ def test_an_opencode_2_export_reads_as_its_database_rows_do(tmp_path: Path) -> N
     refs = [str(a.ref) for a in parsed.ledger.entries]
     assert len(refs) == len(set(refs)) and {r.split("#")[0] for r in refs} == \
         {"info", *(f"messages[{i}]" for i in range(len(V2_ROWS)))}
+
+
+def test_kilos_database_reads_as_opencodes_under_its_own_agent(tmp_path: Path) -> None:
+    """Kilo's ``kilo.db`` (an OpenCode fork, OpenCode's schema): the same exchanges as OpenCode's database gives,
+    every row accounted for, their agent and source kind ``kilo`` (a sub-agent's ``kilo/subagent``)."""
+    from mempald.normalize import kilo_db
+
+    db = tmp_path / "kilo" / "kilo.db"
+    db.parent.mkdir()
+    build_db(STORAGE, db)
+    assert registry.database_for("kilo.db") is kilo_db.FORMAT and kilo_db.FORMAT.gather is opencode_db.gather
+    assert kilo_db.detect(registry.Probe(name=db.name, head=db.read_bytes()[:4096]))
+    assert not opencode_db.detect(registry.Probe(name=db.name, head=db.read_bytes()[:4096]))
+    kilo = kilo_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))  # (its gather)
+    same = opencode_db.parse(opencode_db.gather(PurePath(db), CursorContext(), LOOK))
+    assert [(e.session_id, e.key, e.render()) for e in kilo.exchanges] == \
+        [(e.session_id, e.key, e.render()) for e in same.exchanges]
+    assert {e.source_kind for e in kilo.exchanges} == {"kilo"}
+    assert {e.agent for e in kilo.exchanges} == {a.replace("opencode", "kilo") for a in {e.agent for e in
+                                                                                        same.exchanges}}
+    assert "kilo/subagent" in {e.agent for e in kilo.exchanges}
+    assert kilo.context.format == "kilo_db" and kilo.ledger.entries == same.ledger.entries

@@ -183,8 +183,9 @@ def test_permission_denied_folder_is_skipped(monkeypatch: pytest.MonkeyPatch, re
     blocked = repo / "src" / "util"
     real_scandir = os.scandir
 
-    def scandir(path: str | os.PathLike[str]) -> Iterator[os.DirEntry[str]]:
-        if Path(path) == blocked:
+    def scandir(path: str | os.PathLike[str] | int) -> Iterator[os.DirEntry[str]]:
+        # (an int is a folder's descriptor: the tmp_path clean-up's rmtree, which may run while this is patched)
+        if not isinstance(path, int) and Path(path) == blocked:
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
