@@ -48,10 +48,11 @@ def test_fixtures_are_searchable_with_citations(daemon: Daemon, home: Path, form
     short.write_bytes((formats_dir / "claude_code" / "short_session_v2.1.38.jsonl").read_bytes())
     daemon.start()
     st = daemon.idle()
-    # 1 (short) + 2 (main: exchange + compaction summary) + 1 (subagent); the acompact agent file is skipped.
+    # 1 (short) + 2 (main: exchange + compaction summary, keyed by its words) + 1 (subagent); the acompact agent file
+    # is skipped.
     keys = {d["exchange_key"] for d in all_points(daemon)}
     assert keys == {"7d48cbd2-6615-4dd8-87f6-38f12b8167d6", "858a6db7-6721-4caa-b306-39ec1f17cbf1",
-                    "94000b8f-fa9f-4b7b-8d81-cdc73aa8a085", "f1eb9ac5-1928-4a73-b605-aaf2f3a24db9"}
+                    "compact:8767bcea3f3392ac52ebf4ac", "f1eb9ac5-1928-4a73-b605-aaf2f3a24db9"}
     # a worktree's cwd (/home/USER/projects/spotter-worktrees/spotter-4te) files under its project's wing
     assert set(st["wings"]) == {"spotter"}
 
