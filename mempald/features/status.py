@@ -22,7 +22,7 @@ from mempald.intake.scan import Scanner
 from mempald.sources.catalog import SourceSet
 from mempald.state.db import SourceFigures
 from mempald.state.gateway import StateGateway
-from mempald.store.base import DamageReport, Filters, StoreUnreachable
+from mempald.store.base import DamageReport, Filters, StoreRefused, StoreUnreachable
 from mempald.store.gateway import StoreGateway
 from mempald.store.maintenance import IndexMaintainer
 from mempald.store.space import MB, SpaceGuard
@@ -103,7 +103,7 @@ class StatusReport:
             total = await self.store.count(Filters())
             wings = await self.store.facet("wing", Filters())
             rooms = await self.store.facet("room", Filters())
-        except StoreUnreachable as exc:  # (a server away: the rest of status is still true; drawers unknown)
+        except (StoreUnreachable, StoreRefused) as exc:  # (a server away or refused: the rest of status holds)
             self._store_cache, self.store_away = None, str(exc)
             return None, {}, {}
         self._store_cache, self.store_away = (writes, (total, wings, rooms)), ""

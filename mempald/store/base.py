@@ -42,6 +42,11 @@ class StoreUnreachable(StoreError):
     the local outbox and be tried again."""
 
 
+class StoreRefused(StoreError):
+    """A store on a server that was away at the daemon's start, refused by a start-up check when it first answered
+    (another model filled it, it lost drawers): every call fails with the reason until the daemon restarts."""
+
+
 Fields = Sequence[str] | None
 """Which payload keys a read returns: ``None`` for the read's default, else only these (cheaper: see
 ``mempald.search.ranking.RANK_FIELDS``)."""

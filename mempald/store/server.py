@@ -51,6 +51,7 @@ from mempald.store.base import (
     SparseVec,
     StoredPoint,
     StoreError,
+    StoreRefused,
     StoreUnreachable,
 )
 from mempald.store.server_access import describe, is_transient, open_client, parse_url, read_api_key, scrub
@@ -172,7 +173,7 @@ class ServerStore(LateOpen):
             if self.connected:
                 return
             if self._refused:
-                raise StoreError(self._refused)
+                raise StoreRefused(self._refused)
             now = time.monotonic()
             if now < self._next_try:
                 raise StoreUnreachable(self.away)
@@ -188,7 +189,7 @@ class ServerStore(LateOpen):
             except Exception as exc:
                 self._refused = self._scrub(f"{exc}")
                 log.error("store.refused", location=self.location, error=self._refused)
-                raise StoreError(self._refused) from None
+                raise StoreRefused(self._refused) from None
             finally:
                 self._checker, self._schema_attempts = None, self._attempts
             self.connected, self.away = True, ""

@@ -96,7 +96,7 @@ def test_the_start_up_checks_run_when_an_away_server_first_answers(home: Path, t
 
     from mempald.config import parse_settings
     from mempald.runtime.root import open_backends
-    from mempald.store.base import Filters, StoreError, StoreUnreachable
+    from mempald.store.base import Filters, StoreError, StoreRefused, StoreUnreachable
     from mempald.store.server import ServerStore
     from tests.unit.store.test_store_server import server_answers
 
@@ -117,7 +117,7 @@ def test_the_start_up_checks_run_when_an_away_server_first_answers(home: Path, t
             for _ in range(2):
                 with pytest.raises(StoreError, match=f"filled by model '{filled_by}'") as err:
                     backends.store.count(Filters())
-                assert not isinstance(err.value, StoreUnreachable)
+                assert isinstance(err.value, StoreRefused)  # (status shows it, drawers unknown; not an outage)
         else:
             assert backends.store.count(Filters()) == 0
             assert backends.store.get_meta()["model"] == backends.embedder.info.model_id  # marked as this model's

@@ -56,9 +56,10 @@ def check_daemon() -> tuple[Check, dict[str, object] | None]:
     except Exception as exc:
         return Check("daemon", False, f"it answered with an error: {exc}", "see `mempal logs`"), None
     if st.get("drawers") is None:  # a store on a server that does not answer (the daemon runs without it)
-        why = next((str(w) for w in st.get("warnings") or [] if "Qdrant" in str(w)), "the store does not answer")
+        why = str((st.get("warnings") or ["the store does not answer"])[0])  # (status lists the store's reason first)
         return Check("daemon", False, f"pid {st.get('pid')}, running without its store: {why}",
-                     "start the Qdrant server or fix store.url; what is read meanwhile waits in the local outbox",
+                     "start the Qdrant server or fix store.url (or do what the reason says, then restart mempald); "
+                     "what is read meanwhile waits in the local outbox",
                      warning=True), st
     return Check("daemon", True, f"pid {st.get('pid')}, {st.get('drawers')} drawers, model {st.get('model')}"), st
 

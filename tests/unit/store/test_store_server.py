@@ -20,7 +20,7 @@ from structlog.testing import capture_logs
 
 from mempald.config import StoreSettings, parse_settings
 from mempald.embed.sparse import Bm25Encoder
-from mempald.store.base import DELETED, LIVE, Filters, PointData, StoreError, StoreUnreachable
+from mempald.store.base import DELETED, LIVE, Filters, PointData, StoreError, StoreRefused, StoreUnreachable
 from mempald.store.server import ServerStore
 from mempald.store.server_access import is_transient, parse_url, read_api_key
 from mempald.store.server_schema import Collections
@@ -212,7 +212,7 @@ def test_a_store_a_check_refuses_when_its_server_answers_refuses_every_call() ->
             for _ in range(2):
                 with pytest.raises(StoreError, match="filled by model 'other'") as err:
                     store.upsert([point(1)])
-                assert not isinstance(err.value, StoreUnreachable)  # not a write for the outbox to keep: refused
+                assert isinstance(err.value, StoreRefused) and not isinstance(err.value, StoreUnreachable)
         assert not store.connected
         assert [e["event"] for e in logs if e["log_level"] == "error"] == ["store.refused"]
     finally:
